@@ -1,0 +1,218 @@
+"""Turning user input into checked float64 (or exact rational) distributions.
+
+Rules (DESIGN.md, "Numerics and bad input"):
+
+* float16, bfloat16 (torch), float32 and float64 are accepted and computed in
+  float64; Python lists of numbers and integer arrays are accepted too.
+* A row must be finite, non-negative and sum to 1 within a tolerance that
+  depends on the input's precision (:data:`SUM_TOLERANCE`, or ``atol``).
+  Within it the row is renormalised; outside it the call raises.
+* Exact inputs (object arrays of :class:`fractions.Fraction` or ``int``) must
+  sum to exactly 1 and are kept exact.
+
+Every error names the argument, the row and the offending value.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from fractions import Fraction
+
+import numpy as np
+
+from ._errors import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+
+__all__ = [
+    "SUM_TOLERANCE",
+    "as_distribution",
+    "as_distribution_pair",
+    "check_positive_int",
+    "check_choice",
+    "is_exact",
+]
+
+#: Largest accepted ``|sum(row) - 1|`` by the input's floating-point type.  A
+#: float64 row computed by a softmax sums to 1 within ~1e-15; float32 within
+#: ~1e-6 at V = 152k; float16 rows lose up to ~3e-3 to underflow at V = 49k.
+SUM_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+
+
+def _to_numpy(x, name):
+    """Convert ``x`` to a numpy array, accepting torch tensors (bfloat16 included)."""
+    dtype_name = None
+    if type(x).__module__.startswith("torch"):
+        dtype_name = str(x.dtype).removeprefix("torch.")
+        x = x.detach().cpu()
+        if dtype_name == "bfloat16":
+            x = x.float()
+        x = x.numpy()
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:  # ragged lists
+        raise InvalidDistributionError(f"{name} cannot be read as an array: {exc}") from None
+    return arr, dtype_name or arr.dtype.name
+
+
+def is_exact(x) -> bool:
+    """True if ``x`` is an object array (or list) holding Fractions or ints only."""
+    arr = np.asarray(x, dtype=object) if not isinstance(x, np.ndarray) else x
+    if arr.dtype != object:
+        return False
+    flat = arr.ravel()
+    return flat.size > 0 and all(
+        isinstance(v, (Fraction, int)) and not isinstance(v, bool) for v in flat
+    )
+
+
+def _row_label(batched: bool, row: int) -> str:
+    return f" row {row}" if batched else ""
+
+
+def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: bool = False):
+    """Check one distribution or a batch of them.
+
+    Parameters
+    ----------
+    x : array_like, shape (V,) or (B, V)
+        Probabilities.  Floating point of any precision, integers, or (with
+        ``allow_exact``) an object array of :class:`fractions.Fraction`.
+    name : str
+        Argument name used in error messages (``"target"``, ``"draft"``).
+    atol : float, optional
+        Accepted ``|sum - 1|``; default :data:`SUM_TOLERANCE` for the dtype.
+    allow_exact : bool
+        Keep Fraction/int object arrays exact instead of refusing them.
+
+    Returns
+    -------
+    ndarray, shape (B, V)
+        float64 rows renormalised to sum to 1 (or exact object rows).
+    batched : bool
+        Whether the input was 2-D.
+    """
+    arr, dtype_name = _to_numpy(x, name)
+    if arr.ndim not in (1, 2):
+        raise ShapeMismatchError(
+            f"{name} must have shape (V,) or (B, V); got an array of shape {arr.shape}"
+        )
+    batched = arr.ndim == 2
+    rows = arr.reshape(1, -1) if not batched else arr
+    if rows.shape[1] == 0 or rows.shape[0] == 0:
+        raise ShapeMismatchError(f"{name} is empty (shape {arr.shape})")
+
+    if arr.dtype == object:
+        if not allow_exact:
+            raise InvalidDistributionError(
+                f"{name} has dtype object; expected floating-point probabilities "
+                "(exact Fraction arrays are accepted only by exact methods)"
+            )
+        return _check_exact(rows, name, batched), batched
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "fiu":
+        raise InvalidDistributionError(
+            f"{name} has dtype {dtype_name}; expected floating-point probabilities"
+        )
+    tol = SUM_TOLERANCE.get(dtype_name, SUM_TOLERANCE["float64"]) if atol is None else atol
+    rows = rows.astype(np.float64, copy=True)
+    bad = ~np.isfinite(rows)
+    if bad.any():
+        r, t = np.argwhere(bad)[0]
+        raise InvalidDistributionError(
+            f"{name}{_row_label(batched, r)} has a non-finite entry {rows[r, t]} at token {t}"
+        )
+    neg = rows < 0
+    if neg.any():
+        r, t = np.argwhere(neg)[0]
+        raise InvalidDistributionError(
+            f"{name}{_row_label(batched, r)} has a negative entry {rows[r, t]!r} at token {t}"
+        )
+    sums = rows.sum(axis=1)
+    off = np.abs(sums - 1.0) > tol
+    if off.any():
+        r = int(np.argmax(off))
+        raise InvalidDistributionError(
+            f"{name}{_row_label(batched, r)} sums to {sums[r]!r}, not 1 "
+            f"(tolerance {tol:g} for {dtype_name})"
+        )
+    rows /= sums[:, None]
+    return rows, batched
+
+
+def _check_exact(rows, name, batched):
+    out = np.empty(rows.shape, dtype=object)
+    for r in range(rows.shape[0]):
+        total = Fraction(0)
+        for t in range(rows.shape[1]):
+            v = rows[r, t]
+            if isinstance(v, bool) or not isinstance(v, (Fraction, int)):
+                raise InvalidDistributionError(
+                    f"{name}{_row_label(batched, r)} token {t} holds {v!r} of type "
+                    f"{type(v).__name__}; exact input needs Fraction or int entries"
+                )
+            v = Fraction(v)
+            if v < 0:
+                raise InvalidDistributionError(
+                    f"{name}{_row_label(batched, r)} has a negative entry {v} at token {t}"
+                )
+            out[r, t] = v
+            total += v
+        if total != 1:
+            raise InvalidDistributionError(
+                f"{name}{_row_label(batched, r)} sums to {total}, not exactly 1"
+            )
+    return out
+
+
+def as_distribution_pair(target, draft, *, atol=None, allow_exact=False):
+    """Check ``target`` and ``draft`` together: same shape, same vocabulary.
+
+    Returns ``(p, q, batched)`` with ``p``, ``q`` of shape (B, V).  If either
+    input is exact and ``allow_exact`` is set, both are returned exact.
+    """
+    p, bp = as_distribution(target, "target", atol=atol, allow_exact=allow_exact)
+    q, bq = as_distribution(draft, "draft", atol=atol, allow_exact=allow_exact)
+    if p.shape[1] != q.shape[1]:
+        raise ShapeMismatchError(
+            f"target and draft have different vocabularies: {p.shape[1]} and {q.shape[1]} tokens"
+        )
+    if bp != bq or p.shape[0] != q.shape[0]:
+        ts = p.shape if bp else p.shape[1:]
+        ds = q.shape if bq else q.shape[1:]
+        raise ShapeMismatchError(
+            f"target and draft must have the same shape; got target {ts} and draft {ds}"
+        )
+    if (p.dtype == object) != (q.dtype == object):
+        p = _as_exact(p) if p.dtype != object else p
+        q = _as_exact(q) if q.dtype != object else q
+    return p, q, bp
+
+
+def _as_exact(rows):
+    out = np.empty(rows.shape, dtype=object)
+    for idx, v in np.ndenumerate(rows):
+        out[idx] = Fraction(float(v))
+    total = out.sum(axis=1)
+    for r in range(out.shape[0]):  # dyadic float rows rarely sum to exactly 1
+        out[r] = out[r] / total[r]
+    return out
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as an int >= 1, or raise naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(
+            f"{name} must be a positive integer; got {value!r} of type {type(value).__name__}"
+        )
+    value = operator.index(value)
+    if value < 1:
+        raise InvalidParameterError(f"{name} must be >= 1; got {value}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidParameterError(
+            f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}"
+        )
+    return value

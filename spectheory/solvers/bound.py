@@ -1,0 +1,279 @@
+r"""The optimal multi-draft acceptance rate, through the dual of optimal transport.
+
+For a draft law that draws ``n`` tokens from ``q`` and a target ``p``, the best
+membership acceptance any lossless verifier can reach is the value of an
+optimal-transport problem between the law of the draft tuple and ``p``
+(SpecTr [1]_; Hu et al. [2]_).  Its dual is a selection of one token set
+(THEORY.md section 2.3):
+
+.. math::
+
+    \alpha^* = \min_{H \subseteq \Sigma} \big[\, p(H) + P(\text{some draft} \notin H) \,\big]
+             = 1 + \min_{H} \big[\, p(H) - Q(H) \,\big],
+
+and an optimal ``H`` is a prefix of the tokens sorted by ``p/q`` ascending
+(the prefix lemma, section 2.4: proved for i.i.d. drafts, where
+:math:`Q(H) = q(H)^n`, verified by enumeration without replacement).
+
+Methods of :func:`solve_bound`:
+
+``"dual"`` (default)
+    i.i.d.: one sort and a prefix scan, :math:`O(V \log V)`; tokens with
+    ``p/q > n`` cannot belong to an optimal set and are left out of the sort.
+    Without replacement: the same scan with :math:`Q(H_k)` for every prefix
+    from the exponential-clock integral, :math:`O(n V G)` with ``G`` nodes
+    (absolute error below 1e-12, see ``tests/test_bound_wor_accuracy.py``).
+    Greedy: the closed form :math:`p(T) + \sum_{i \notin T} \min(p_i, \tilde q_i)`.
+``"lp"``
+    The primal transport LP over draft sets, solved by HiGHS (:mod:`.lp`).
+``"maxflow"``
+    The max-flow form in exact integer capacities, networkx (:mod:`.maxflow`).
+``"enumerate"``
+    Every token set in exact rational arithmetic (:mod:`.enumeration`).
+
+References
+----------
+.. [1] Sun, Suresh, Ro, Beirami, Jain, Yu. "SpecTr: Fast Speculative
+   Decoding via Optimal Transport". arXiv:2310.15141.
+.. [2] Hu, Zheng, Liu, Huang. "Towards Optimal Multi-draft Speculative
+   Decoding". ICLR 2025, arXiv:2502.18779.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from .._errors import InvalidParameterError
+from .._validate import as_distribution_pair, check_choice, check_positive_int
+from ..drafting import SAMPLINGS, check_draft_support
+from . import _bound_kernels as _k
+
+__all__ = ["METHODS", "BoundResult", "bound", "solve_bound", "ratio_order"]
+
+#: Methods accepted by :func:`solve_bound`.
+METHODS = ("dual", "lp", "maxflow", "enumerate")
+
+
+@dataclass(frozen=True)
+class BoundResult:
+    """Result of :func:`solve_bound`.
+
+    Attributes
+    ----------
+    value : float or ndarray (B,)
+        Optimal membership acceptance :math:`\\alpha^*`.
+    certificate : ndarray of bool, shape (V,) or (B, V)
+        An optimal token set ``H`` of the dual; the value equals
+        ``target(H) + P(some draft falls outside H)``.
+    method, sampling : str
+    n : int
+    status : str
+        ``"optimal"`` when the solve succeeded.
+    message : str
+        What the method guarantees (accuracy, solver statistics).
+    exact_value : Fraction or list of Fraction or None
+        The value in rational arithmetic, for the exact methods.
+    """
+
+    value: float | np.ndarray
+    certificate: np.ndarray
+    method: str
+    sampling: str
+    n: int
+    status: str = "optimal"
+    message: str = ""
+    exact_value: object = field(default=None, repr=False)
+
+
+def ratio_order(p, q):
+    """Tokens of each row sorted by ``p/q`` ascending (``q = 0`` last, ``p = q = 0`` first).
+
+    Parameters
+    ----------
+    p, q : float64 (B, V)
+
+    Returns
+    -------
+    int64 (B, V)
+    """
+    key = np.full(p.shape, np.inf)
+    np.divide(p, q, out=key, where=q > 0)
+    key[(p == 0) & (q == 0)] = 0.0
+    return np.argsort(key, axis=1)
+
+
+def _iid(p, q, n):
+    B, V = p.shape
+    key = np.full(p.shape, np.inf)
+    np.divide(p, q, out=key, where=q > 0)
+    order = np.zeros((B, V), dtype=np.int64)
+    lengths = np.zeros(B, dtype=np.int64)
+    for b in range(B):
+        # A token of an optimal H has p/q <= n * q(H)^(n-1) <= n (THEORY.md 2.4).
+        cand = np.flatnonzero(key[b] <= n)
+        sel = cand[np.argsort(key[b, cand])]
+        order[b, : sel.size] = sel
+        lengths[b] = sel.size
+    best, kbest = _k.iid_prefix_min(p, q, order, lengths, n)
+    cert = np.zeros((B, V), dtype=bool)
+    for b in range(B):
+        cert[b, order[b, : kbest[b]]] = True
+    return 1.0 + best, cert, "prefix scan over p/q, O(V log V)"
+
+
+def _wor_grid(lam_suffix):
+    """Per-row log-time nodes from WOR_T0 to 50 / (smallest positive outside mass)."""
+    h = _k.WOR_STEP
+    u0 = math.log(_k.WOR_T0)
+    pos = np.where(lam_suffix > 0, lam_suffix, np.inf).min(axis=1)
+    pos = np.where(np.isfinite(pos), pos, 1.0)
+    G = np.ceil((np.log(50.0 / pos) - u0) / h).astype(np.int64) + 1
+    t = np.full((lam_suffix.shape[0], int(G.max())), np.inf)
+    for b, g in enumerate(G):
+        t[b, :g] = np.exp(u0 + h * np.arange(g))
+    return t, h
+
+
+def _wor(p, q, n):
+    B, V = p.shape
+    if n == 1:  # one draw: the law is q itself
+        return _iid(p, q, 1)
+    order = ratio_order(p, q)
+    qs = np.take_along_axis(q, order, axis=1)
+    ps = np.take_along_axis(p, order, axis=1)
+    lam = np.zeros((B, V + 1))
+    lam[:, :V] = np.cumsum(qs[:, ::-1], axis=1)[:, ::-1]  # tail sums: exact near 1 - q(H) = 0
+    P = np.cumsum(ps, axis=1)
+    f_iid = P - (1.0 - lam[:, 1:]) ** n
+    iid_suffix_min = np.minimum.accumulate(f_iid[:, ::-1], axis=1)[:, ::-1]
+    t, h = _wor_grid(lam[:, 1:V])
+    best, kbest, _ = _k.wor_prefix_min(p, q, order, n, lam, iid_suffix_min, t, h)
+    cert = np.zeros((B, V), dtype=bool)
+    for b in range(B):
+        cert[b, order[b, : kbest[b]]] = True
+    return 1.0 + best, cert, "prefix scan with exponential-clock Q(H), absolute error < 1e-12"
+
+
+def greedy_value(p, q, n):
+    """Closed form for the greedy law, batched: value (B,) and certificate (B, V).
+
+    :math:`\\alpha^* = p(T) + \\sum_{i \\notin T} \\min(p_i, \\tilde q_i)`
+    (THEORY.md 2.6), with ``T`` the top ``n - 1`` draft tokens (ties to the
+    lowest id).  The certificate is ``T`` plus the tokens with
+    :math:`p_i < \\tilde q_i`.
+    """
+    B, V = p.shape
+    inT = np.zeros((B, V), dtype=bool)
+    work = q.copy()
+    rows = np.arange(B)
+    for _ in range(n - 1):
+        top = np.argmax(work, axis=1)  # first maximum: lowest id on ties
+        inT[rows, top] = True
+        work[rows, top] = -1.0
+    qT = np.where(inT, q, 0.0).sum(axis=1)
+    qt = np.where(inT, 0.0, q) / (1.0 - qT)[:, None]
+    pT = np.where(inT, p, 0.0).sum(axis=1)
+    value = pT + np.where(inT, 0.0, np.minimum(p, qt)).sum(axis=1)
+    cert = inT | (~inT & (p < qt))
+    return value, cert
+
+
+def _greedy(p, q, n):
+    value, cert = greedy_value(p, q, n)
+    return value, cert, "closed form p(T) + sum min(p, q_tilde)"
+
+
+_DUAL = {"iid": _iid, "without_replacement": _wor, "greedy": _greedy}
+
+
+def solve_bound(target, draft, n=1, sampling="iid", method="dual", *, atol=None):
+    r"""Optimal membership acceptance of ``n`` drafts, with a certificate.
+
+    Parameters
+    ----------
+    target : array_like, shape (V,) or (B, V)
+        Target distribution ``p`` (processed: temperature, top-k, top-p).
+    draft : array_like, same shape
+        Draft distribution ``q`` that the drafts are sampled from.
+    n : int >= 1
+        Number of drafts.
+    sampling : {"iid", "without_replacement", "greedy"}
+        Draft law (:mod:`spectheory.drafting`).
+    method : {"dual", "lp", "maxflow", "enumerate"}
+        ``"dual"`` is the fast solver; the others are independent oracles for
+        small instances and refuse large ones with
+        :class:`~spectheory.InstanceTooLargeError`.  ``"maxflow"`` and
+        ``"enumerate"`` accept exact Fraction inputs.
+    atol : float, optional
+        Accepted ``|sum - 1|`` of each row (default by dtype).
+
+    Returns
+    -------
+    BoundResult
+
+    Examples
+    --------
+    THEORY.md 8.1, instance A (two i.i.d. drafts: 89/100, H = {a, b}):
+
+    >>> r = solve_bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2)
+    >>> round(r.value, 12), r.certificate.tolist()
+    (0.89, [True, True, False])
+    """
+    n = check_positive_int(n, "n")
+    check_choice(sampling, "sampling", SAMPLINGS)
+    check_choice(method, "method", METHODS)
+    p, q, batched = as_distribution_pair(
+        target, draft, atol=atol, allow_exact=method in ("maxflow", "enumerate")
+    )
+    check_draft_support(q, n, sampling, batched)
+    exact = None
+    if method == "dual":
+        value, cert, message = _DUAL[sampling](p, q, n)
+    else:
+        from . import enumeration, lp, maxflow
+
+        solver = {"lp": lp.solve_row, "maxflow": maxflow.solve_row, "enumerate": enumeration.solve_row}
+        rows = [solver[method](p[b], q[b], n, sampling) for b in range(p.shape[0])]
+        value = np.array([float(r[0]) for r in rows])
+        cert = np.array([r[1] for r in rows])
+        message = rows[0][2]
+        if method != "lp":
+            exact = [r[0] for r in rows]
+    if not batched:
+        value = float(value[0])
+        cert = cert[0]
+        exact = exact[0] if exact is not None else None
+    return BoundResult(value, cert, method, sampling, n, "optimal", message, exact)
+
+
+def bound(target, draft, n=1, sampling="iid", *, atol=None):
+    r"""Optimal acceptance rate of multi-draft speculative decoding.
+
+    .. math::
+
+        \alpha^* = 1 + \min_{H \subseteq \Sigma}\,[\,p(H) - Q(H)\,]
+
+    the largest probability that a lossless verifier outputs one of the
+    ``n`` drafts (THEORY.md 2.3).  See :func:`solve_bound` for the
+    parameters and the certificate.
+
+    Returns
+    -------
+    float for 1-D input, ndarray of shape (B,) for (B, V) input.
+
+    Examples
+    --------
+    >>> bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=1)  # sum min(p, q)
+    0.7
+    >>> round(bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, sampling="greedy"), 12)
+    0.95
+    """
+    return solve_bound(target, draft, n, sampling, "dual", atol=atol).value
+
+
+def _as_fraction(x) -> Fraction:
+    return x if isinstance(x, Fraction) else Fraction(x)
