@@ -22,7 +22,7 @@ from ._errors import (
 )
 from .distributions import process_logits, process_pair, softmax
 from .drafting import SAMPLINGS, draft_set_law, draft_set_probability, sample_drafts
-from .solvers.bound import METHODS, BoundResult, bound, solve_bound
+from .solvers.ot_dual import METHODS, BoundResult, bound, solve_bound
 
 __version__ = "0.1.0"
 

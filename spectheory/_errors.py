@@ -10,12 +10,12 @@ offending value.
 from __future__ import annotations
 
 __all__ = [
-    "SpecTheoryError",
-    "InvalidDistributionError",
-    "ShapeMismatchError",
-    "InvalidParameterError",
     "InstanceTooLargeError",
+    "InvalidDistributionError",
+    "InvalidParameterError",
+    "ShapeMismatchError",
     "SolverError",
+    "SpecTheoryError",
 ]
 
 

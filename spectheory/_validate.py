@@ -22,13 +22,14 @@ from fractions import Fraction
 import numpy as np
 
 from ._errors import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+from ._validate_kernels import row_stats
 
 __all__ = [
     "SUM_TOLERANCE",
     "as_distribution",
     "as_distribution_pair",
-    "check_positive_int",
     "check_choice",
+    "check_positive_int",
     "is_exact",
 ]
 
@@ -113,20 +114,17 @@ def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: boo
             f"{name} has dtype {dtype_name}; expected floating-point probabilities"
         )
     tol = SUM_TOLERANCE.get(dtype_name, SUM_TOLERANCE["float64"]) if atol is None else atol
-    rows = rows.astype(np.float64, copy=True)
-    bad = ~np.isfinite(rows)
-    if bad.any():
-        r, t = np.argwhere(bad)[0]
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    first_bad, sums = row_stats(rows)
+    bad_rows = np.flatnonzero(first_bad >= 0)
+    if bad_rows.size:
+        r = int(bad_rows[0])
+        t = int(first_bad[r])
+        v = rows[r, t]
+        kind = "a negative" if v < 0 else "a non-finite"
         raise InvalidDistributionError(
-            f"{name}{_row_label(batched, r)} has a non-finite entry {rows[r, t]} at token {t}"
+            f"{name}{_row_label(batched, r)} has {kind} entry {v!r} at token {t}"
         )
-    neg = rows < 0
-    if neg.any():
-        r, t = np.argwhere(neg)[0]
-        raise InvalidDistributionError(
-            f"{name}{_row_label(batched, r)} has a negative entry {rows[r, t]!r} at token {t}"
-        )
-    sums = rows.sum(axis=1)
     off = np.abs(sums - 1.0) > tol
     if off.any():
         r = int(np.argmax(off))
@@ -134,7 +132,9 @@ def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: boo
             f"{name}{_row_label(batched, r)} sums to {sums[r]!r}, not 1 "
             f"(tolerance {tol:g} for {dtype_name})"
         )
-    rows /= sums[:, None]
+    if np.all(sums == 1.0):
+        return (rows.copy() if np.shares_memory(rows, arr) else rows), batched
+    rows = rows / sums[:, None]
     return rows, batched
 
 

@@ -34,7 +34,9 @@ def softmax(logits, axis=-1):
 def _check_logits(logits, name):
     z = np.asarray(logits)
     if z.dtype.kind not in "fiu" or z.dtype.kind == "b":
-        raise InvalidDistributionError(f"{name} has dtype {z.dtype}; expected floating-point logits")
+        raise InvalidDistributionError(
+            f"{name} has dtype {z.dtype}; expected floating-point logits"
+        )
     if z.ndim not in (1, 2) or z.shape[-1] == 0:
         raise ShapeMismatchError(f"{name} must have shape (V,) or (B, V); got {z.shape}")
     batched = z.ndim == 2

@@ -16,7 +16,7 @@ Three laws (THEORY.md section 2.1), named by ``sampling=``:
     :math:`Q(H) = \tilde q(H \setminus T)` if :math:`T \subseteq H`, else 0.
 
 Here :math:`Q(H) = P(\text{all } n \text{ drafts lie in } H)`, the quantity the
-dual of the optimal-transport problem needs (:mod:`spectheory.solvers.bound`).
+dual of the optimal-transport problem needs (:mod:`spectheory.solvers.ot_dual`).
 
 The functions in this module are reference implementations: exact on
 :class:`fractions.Fraction` inputs and exponential in ``n`` where they
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -115,7 +114,7 @@ def set_law_row(q, n, sampling):
                 return
             for i in support:
                 if i not in prefix:
-                    rec(prefix + (i,), used_mass + q[i], prob * q[i] / (1 - used_mass))
+                    rec((*prefix, i), used_mass + q[i], prob * q[i] / (1 - used_mass))
 
         rec((), 0 * q[0], 1)
     else:

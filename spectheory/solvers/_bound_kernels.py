@@ -12,56 +12,175 @@ import math
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["iid_prefix_min", "wor_prefix_min", "WOR_STEP", "WOR_T0", "WOR_DEAD"]
+__all__ = [
+    "WOR_DEAD",
+    "WOR_PER_OCTAVE",
+    "WOR_STEP",
+    "iid_bucket_min",
+    "wor_prefix_min",
+    "wor_t0",
+]
 
-#: Step of the trapezoidal rule in log-time for the exponential-clock integral
-#: (THEORY.md 2.5(c)).  The integrand is analytic in a strip of half-width
-#: ~pi/2 around the real log-time axis, so the error decays like
-#: exp(-pi^2 / h); at h = 1/8 the measured error against exact enumeration is
-#: below 1e-13 (tests/test_bound_wor_accuracy.py).
-WOR_STEP = 0.125
-#: Lower end of the log-time grid: below it P(N_H(t) <= n-1) = 1 up to
-#: (q(H) t)^n / n! <= 5e-15, and the lattice sum is done in closed form.
-WOR_T0 = 1e-7
+#: Nodes per octave of the log-time grid of the exponential-clock integral
+#: (THEORY.md 2.5(c)).  The step ``h = ln 2 / 3`` lets every node's
+#: ``exp(-x t)`` come from the node an octave below by squaring, so each
+#: token costs three exponentials instead of one per node.  The integrand is
+#: analytic in a strip of half-width ~pi/2 around the real log-time axis, so
+#: the trapezoidal error decays like exp(-pi^2 / h) ~ 1e-18; measured against
+#: exact enumeration it is below 1e-13 (tests/test_bound.py).
+WOR_PER_OCTAVE = 3
+WOR_STEP = math.log(2.0) / WOR_PER_OCTAVE
 #: A grid node whose P(N_H(t) <= n-1) falls below this is dropped: it can only
-#: decrease as H grows, and its weight in any later integral is at most this.
-WOR_DEAD = 1e-20
+#: decrease as H grows, and its weight in any later integral is below this.
+WOR_DEAD = 1e-18
+
+
+def wor_t0(n):
+    """Lowest node: below it P(N_H(t) >= n) <= t^n / n! is negligible (< 2e-13 t)."""
+    return 2.0**-14 if n == 2 else 2.0**-10
+
+
+#: Buckets per octave of p/q in the sort-free i.i.d. scan, and the lowest octave
+#: with buckets of its own (smaller ratios share one bucket).
+IID_PER_OCTAVE = 64
+IID_MIN_EXPONENT = -60
+
+
+@njit(cache=True)
+def _ratio_bucket(r, emin):
+    """Order-preserving bucket of a ratio r > 0: octave and 1/64-octave from frexp."""
+    m, e = math.frexp(r)  # r = m 2^e, m in [0.5, 1)
+    if e < emin:
+        return 1
+    return 2 + (e - emin) * IID_PER_OCTAVE + int((m - 0.5) * 2.0 * IID_PER_OCTAVE)
+
+
+@njit(cache=True)
+def _iid_bucket_row(p, q, n, limit, cert):
+    V = p.shape[0]
+    emin = IID_MIN_EXPONENT
+    emax = math.frexp(limit)[1]
+    nb = 2 + (emax - emin + 1) * IID_PER_OCTAVE
+    bp = np.zeros(nb)
+    bq = np.zeros(nb)
+    cnt = np.zeros(nb, dtype=np.int64)
+    bucket = np.full(V, -1, dtype=np.int64)
+    for i in range(V):
+        qi = q[i]
+        if qi > 0.0:
+            r = p[i] / qi
+            if r <= limit:
+                b = 0 if r == 0.0 else _ratio_bucket(r, emin)
+                bucket[i] = b
+                bp[b] += p[i]
+                bq[b] += qi
+                cnt[b] += 1
+    # The objective at every bucket boundary.
+    Pstart = np.empty(nb)
+    Sstart = np.empty(nb)
+    P = 0.0
+    S = 0.0
+    best = 0.0
+    best_b = -1  # best set: every bucket <= best_b ...
+    best_inner = -1  # ... or, if >= 0, buckets < best_b plus inner[:best_inner + 1]
+    for b in range(nb):
+        Pstart[b] = P
+        Sstart[b] = S
+        P += bp[b]
+        S += bq[b]
+        f = P - S**n
+        if f < best:
+            best = f
+            best_b = b
+    # Inside bucket b every prefix has P >= Pstart[b] and S <= Sstart[b] + bq[b]:
+    # only buckets whose bound beats the best boundary need their tokens sorted.
+    cand = np.zeros(nb, dtype=np.bool_)
+    m = 0
+    for b in range(nb):
+        if cnt[b] > 1 and Pstart[b] - (Sstart[b] + bq[b]) ** n < best:
+            cand[b] = True
+            m += cnt[b]
+    inner = np.empty(m, dtype=np.int64)
+    keys = np.empty(m)
+    j = 0
+    for i in range(V):
+        b = bucket[i]
+        if b >= 0 and cand[b]:
+            inner[j] = i
+            keys[j] = p[i] / q[i]
+            j += 1
+    order = np.argsort(keys)  # ratio order, grouped by bucket since buckets are monotone
+    cur = -1
+    for k in range(m):
+        i = inner[order[k]]
+        b = bucket[i]
+        if b != cur:
+            cur = b
+            P = Pstart[b]
+            S = Sstart[b]
+        P += p[i]
+        S += q[i]
+        f = P - S**n
+        if f < best:
+            best = f
+            best_b = b
+            best_inner = k
+    for i in range(V):
+        b = bucket[i]
+        cert[i] = b >= 0 and (b < best_b or (b == best_b and best_inner < 0))
+    if best_inner >= 0:
+        for k in range(best_inner + 1):
+            i = inner[order[k]]
+            if bucket[i] == best_b:
+                cert[i] = True
+    return best
 
 
 @njit(cache=True, parallel=True)
-def iid_prefix_min(p, q, order, lengths, n):
-    """min_k [P_k - S_k^n] over prefixes of ``order[b, :lengths[b]]``.
+def iid_bucket_min(p, q, n, limit):
+    """min_H [p(H) - q(H)^n] without sorting the vocabulary.
+
+    Tokens are bucketed by ``p/q`` (64 buckets per octave, order-preserving);
+    the objective is evaluated at every bucket boundary, and only buckets
+    whose lower bound ``P(before) - S(after)^n`` beats the best boundary are
+    sorted and scanned token by token.  The result is the exact prefix
+    minimum of the sorted scan, in O(V) passes plus small sorts.
 
     Parameters
     ----------
     p, q : float64 (B, V)
-    order : int64 (B, V); row b uses its first ``lengths[b]`` entries.
-    lengths : int64 (B,)
     n : int
+    limit : float
+        Tokens with ``p/q > limit`` are left out (``limit = n`` is safe).
 
     Returns
     -------
-    best : float64 (B,), kbest : int64 (B,)
+    best : float64 (B,); cert : bool (B, V), an optimal set.
     """
-    B = p.shape[0]
+    B, V = p.shape
     best = np.zeros(B)
-    kbest = np.zeros(B, dtype=np.int64)
+    cert = np.zeros((B, V), dtype=np.bool_)
     for b in prange(B):
-        P = 0.0
-        S = 0.0
-        m = 0.0
-        km = 0
-        for k in range(lengths[b]):
-            i = order[b, k]
-            P += p[b, i]
-            S += q[b, i]
-            f = P - S**n
-            if f < m:
-                m = f
-                km = k + 1
-        best[b] = m
-        kbest[b] = km
-    return best, kbest
+        best[b] = _iid_bucket_row(p[b], q[b], n, limit, cert[b])
+    return best, cert
+
+
+@njit(cache=True)
+def _octave_powers(x, t, out_a, out_y, count):
+    """exp(-x t_g) and 1 - exp(-x t_g) on the first ``count`` nodes, octave by octave.
+
+    Absolute error of both below ~2 ulp of 1 on every node.
+    """
+    k = WOR_PER_OCTAVE
+    for g in range(min(k, count)):
+        out_y[g] = -math.expm1(-x * t[g])
+        out_a[g] = 1.0 - out_y[g]
+    for g in range(k, count):
+        # 1 - (1 - y)^2: the relative error of y does not grow, while squaring
+        # a = 1 - y would double its relative error every octave.
+        yy = out_y[g - k]
+        out_y[g] = yy * (2.0 - yy)
+        out_a[g] = 1.0 - out_y[g]
 
 
 @njit(cache=True)
@@ -73,7 +192,15 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
     P[0, :] = 1.0
     a = np.empty(G)
     y = np.empty(G)
-    lower = WOR_T0 * math.exp(-h) / (1.0 - math.exp(-h))  # lattice below t0, times 1/lam
+    e = np.empty(G)
+    ones = np.empty(G)
+    # Lattice nodes below t0: there P(N_H <= n-1) = 1 and
+    # sum_{m>=1} lam t e^{-lam t} at t = t0 e^{-m h}, to third order in lam t0.
+    r1 = math.exp(-h)
+    A1 = r1 / (1.0 - r1)
+    A2 = r1**2 / (1.0 - r1**2)
+    A3 = r1**3 / (1.0 - r1**3)
+    t0 = t[0]
     g_hi = G
     best = 0.0
     kbest = 0
@@ -84,15 +211,11 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         if iid_suffix_min[k] >= best:
             break  # Q_wor <= q(H)^n: no later prefix can go below best
         i = order[k]
-        pi = p[i]
         qi = q[i]
-        pH += pi
+        pH += p[i]
         if qi > 0.0:
             support += 1
-            for g in range(g_hi):
-                yy = -math.expm1(-qi * t[g])
-                y[g] = yy
-                a[g] = 1.0 - yy
+            _octave_powers(qi, t, a, y, g_hi)
             for j in range(n - 1, 0, -1):
                 for g in range(g_hi):
                     P[j, g] = P[j, g] * a[g] + P[j - 1, g] * y[g]
@@ -113,13 +236,14 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         if lam <= 0.0:
             Q = 1.0
         else:
-            acc = lam * lower
+            x0 = lam * t0
+            acc = x0 * A1 - x0 * x0 * A2 + 0.5 * x0 * x0 * x0 * A3
+            _octave_powers(lam, t, e, ones, g_hi)
             for g in range(g_hi):
                 s = 0.0
                 for j in range(n):
                     s += P[j, g]
-                lt = lam * t[g]
-                acc += lt * math.exp(-lt) * s
+                acc += lam * t[g] * e[g] * s
             Q = 1.0 - h * acc
         evaluated += 1
         f = pH - Q

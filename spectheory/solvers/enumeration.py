@@ -40,8 +40,10 @@ def solve_row(p, q, n, sampling):
     best_mask = 0
     for mask in range(2**V):
         members = [i for i in range(V) if mask >> i & 1]
-        val = sum((p[i] for i in members), 0 * p[0]) + 1 - set_probability_row(
-            q, members, n, sampling, split
+        val = (
+            sum((p[i] for i in members), 0 * p[0])
+            + 1
+            - set_probability_row(q, members, n, sampling, split)
         )
         if best is None or val < best:
             best, best_mask = val, mask

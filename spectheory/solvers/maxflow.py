@@ -62,7 +62,9 @@ def solve_row(p, q, n, sampling):
     for node in source_side:
         if isinstance(node, tuple) and node[0] == "y":
             cert[node[1]] = True
-    inside = sum((Fraction(prob) for c, prob in law.items() if all(cert[y] for y in c)), Fraction(0))
+    inside = sum(
+        (Fraction(prob) for c, prob in law.items() if all(cert[y] for y in c)), Fraction(0)
+    )
     if sum((Fraction(x) for x in p[cert]), Fraction(0)) + 1 - inside != value:
         raise SolverError("minimum cut does not reproduce the maximum flow")
     return value, cert, f"exact max-flow on {len(law)} draft sets (networkx, integer capacities)"
