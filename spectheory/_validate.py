@@ -120,7 +120,7 @@ def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: boo
     if bad_rows.size:
         r = int(bad_rows[0])
         t = int(first_bad[r])
-        v = rows[r, t]
+        v = float(rows[r, t])
         kind = "a negative" if v < 0 else "a non-finite"
         raise InvalidDistributionError(
             f"{name}{_row_label(batched, r)} has {kind} entry {v!r} at token {t}"
@@ -129,7 +129,7 @@ def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: boo
     if off.any():
         r = int(np.argmax(off))
         raise InvalidDistributionError(
-            f"{name}{_row_label(batched, r)} sums to {sums[r]!r}, not 1 "
+            f"{name}{_row_label(batched, r)} sums to {float(sums[r])!r}, not 1 "
             f"(tolerance {tol:g} for {dtype_name})"
         )
     if np.all(sums == 1.0):

@@ -247,7 +247,7 @@ def solve_bound(target, draft, n=1, sampling="iid", method="dual", *, atol=None)
             "lp": lp.solve_row,
             "maxflow": maxflow.solve_row,
             "enumerate": enumeration.solve_row,
-        }
+        }[method]
         rows = [solver(p[b], q[b], n, sampling) for b in range(p.shape[0])]
         value = np.array([float(r[0]) for r in rows])
         cert = np.array([r[1] for r in rows])

@@ -1,0 +1,104 @@
+"""Tests of logits processing: temperature, top-k, top-p."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+import spectheory as stt
+
+logit_rows = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 4), st.integers(2, 12)),
+    elements=st.floats(-30, 30, allow_nan=False),
+)
+
+
+def test_temperature_zero_is_argmax_with_lowest_id_on_ties():
+    z = np.array([[1.0, 3.0, 3.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    out = stt.process_logits(z, temperature=0)
+    assert out.tolist() == [[0, 1, 0, 0], [1, 0, 0, 0]]
+
+
+@given(logit_rows, st.floats(0.05, 5.0))
+def test_temperature_matches_softmax(z, temp):
+    out = stt.process_logits(z, temperature=temp)
+    ref = np.exp(z / temp - (z / temp).max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+
+
+@given(logit_rows, st.integers(1, 12))
+def test_top_k_keeps_exactly_k_largest(z, k):
+    out = stt.process_logits(z, top_k=k)
+    kept = out > 0
+    assert (kept.sum(axis=1) == min(k, z.shape[1])).all()
+    for b in range(z.shape[0]):
+        order = np.argsort(-z[b], kind="stable")  # ties to the lowest id
+        assert set(np.flatnonzero(kept[b])) == set(order[: min(k, z.shape[1])])
+
+
+@given(logit_rows, st.floats(0.01, 1.0))
+def test_top_p_keeps_the_smallest_sufficient_prefix(z, top_p):
+    full = stt.process_logits(z)
+    out = stt.process_logits(z, top_p=top_p)
+    for b in range(z.shape[0]):
+        order = np.argsort(-z[b], kind="stable")
+        kept = np.flatnonzero(out[b][order] > 0)
+        m = kept.size
+        assert (kept == np.arange(m)).all()  # a prefix of the descending order
+        mass = np.cumsum(full[b][order])
+        assert m == 1 or mass[m - 2] < top_p  # without the last token it falls short
+        np.testing.assert_allclose(out[b][order][:m], full[b][order][:m] / mass[m - 1], rtol=1e-12)
+
+
+def test_large_logits_are_stable_and_minus_inf_masks():
+    z = np.array([1e4, 1e4 - 1, -np.inf, -1e4])
+    out = stt.process_logits(z)
+    assert np.isfinite(out).all() and out[2] == 0.0
+    assert out[0] / out[1] == pytest.approx(np.e)
+
+
+def test_pair_is_processed_identically():
+    rng = np.random.default_rng(0)
+    t, d = rng.standard_normal((2, 3, 50))
+    p, q = stt.process_pair(t, d, temperature=0.7, top_k=10, top_p=0.9)
+    np.testing.assert_array_equal(p, stt.process_logits(t, 0.7, 10, 0.9))
+    np.testing.assert_array_equal(q, stt.process_logits(d, 0.7, 10, 0.9))
+    with pytest.raises(stt.ShapeMismatchError, match=r"same shape; got \(3, 50\) and \(3, 49\)"):
+        stt.process_pair(t, d[:, :49])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"temperature": -1.0}, r"temperature must be finite and >= 0; got -1\.0"),
+        ({"temperature": float("nan")}, r"temperature must be finite"),
+        ({"temperature": "hot"}, r"temperature must be a real number"),
+        ({"top_k": 0}, r"top_k must be None or an integer >= 1; got 0"),
+        ({"top_k": 2.5}, r"top_k must be None or an integer"),
+        ({"top_p": 0.0}, r"top_p must be in \(0, 1\]; got 0\.0"),
+        ({"top_p": 1.5}, r"top_p must be in \(0, 1\]; got 1\.5"),
+    ],
+)
+def test_bad_settings(kwargs, pattern):
+    with pytest.raises(stt.InvalidParameterError, match=pattern):
+        stt.process_logits([0.0, 1.0], **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("logits", "pattern"),
+    [
+        ([0.0, np.nan], r"logits has logit nan at token 1"),
+        ([[0.0, 1.0], [np.inf, 0.0]], r"logits row 1 has logit inf at token 0"),
+        ([-np.inf, -np.inf], r"every logit equal to -inf"),
+        (np.array(["a"]), r"logits has dtype <U1"),
+    ],
+)
+def test_bad_logits(logits, pattern):
+    with pytest.raises(stt.InvalidDistributionError, match=pattern):
+        stt.process_logits(logits)

@@ -1,0 +1,127 @@
+"""Bad input: every case gets a spectheory error naming the argument, the row and the value."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+
+P = np.array([0.2, 0.3, 0.5])
+Q = np.array([0.5, 0.25, 0.25])
+
+
+@pytest.mark.parametrize(
+    ("target", "draft", "pattern"),
+    [
+        ([0.2, np.nan, 0.8], Q, r"target has a non-finite entry nan at token 1"),
+        (P, [0.5, np.inf, 0.5], r"draft has a non-finite entry inf at token 1"),
+        ([0.5, -0.1, 0.6], Q, r"target has a negative entry -0\.1 at token 1"),
+        (P, [0.5, 0.25, 0.2], r"draft sums to 0\.95, not 1 \(tolerance 1e-09 for float64\)"),
+        (P, [0.5, 0.5], r"different vocabularies: 3 and 2 tokens"),
+        ([P, P], [Q, Q, Q], r"same shape; got target \(2, 3\) and draft \(3, 3\)"),
+        ([P, P], Q, r"same shape; got target \(2, 3\) and draft \(3,\)"),
+        (
+            np.ones((2, 2, 3)) / 3,
+            np.ones((2, 2, 3)) / 3,
+            r"target must have shape \(V,\) or \(B, V\)",
+        ),
+        ([], [], r"target is empty"),
+        (np.array([0.5, 0.5], dtype=complex), [0.5, 0.5], r"target has dtype complex128"),
+        (np.array([True, False]), [0.5, 0.5], r"target has dtype bool"),
+        (np.array(["a", "b"]), [0.5, 0.5], r"target has dtype str32"),
+        (np.array([0.5, "x"], dtype=object), [0.5, 0.5], r"target has dtype object"),
+    ],
+)
+def test_bad_distributions(target, draft, pattern):
+    with pytest.raises(stt.SpecTheoryError, match=pattern) as err:
+        stt.bound(target, draft, 2)
+    assert isinstance(err.value, ValueError)
+
+
+def test_bad_row_is_named_in_batches():
+    p = np.tile(P, (4, 1))
+    q = np.tile(Q, (4, 1))
+    q[2, 1] = -1e-3
+    with pytest.raises(stt.InvalidDistributionError, match=r"draft row 2 has a negative entry"):
+        stt.bound(p, q, 2)
+    q = np.tile(Q, (4, 1))
+    p[3] *= 1.01
+    with pytest.raises(stt.InvalidDistributionError, match=r"target row 3 sums to 1\.01"):
+        stt.bound(p, q, 2)
+
+
+@pytest.mark.parametrize(
+    ("n", "pattern"),
+    [
+        (0, r"n must be >= 1; got 0"),
+        (-2, r"n must be >= 1; got -2"),
+        (1.5, r"n must be a positive integer; got 1\.5 of type float"),
+        (True, r"n must be a positive integer; got True"),
+        ("2", r"n must be a positive integer; got '2'"),
+    ],
+)
+def test_bad_n(n, pattern):
+    with pytest.raises(stt.InvalidParameterError, match=pattern):
+        stt.bound(P, Q, n)
+
+
+def test_numpy_integer_n_is_accepted():
+    assert stt.bound(P, Q, np.int64(2)) == stt.bound(P, Q, 2)
+
+
+@pytest.mark.parametrize("sampling", ["without_replacement", "greedy"])
+def test_n_larger_than_support(sampling):
+    q = np.array([[0.5, 0.25, 0.25, 0.0], [0.5, 0.5, 0.0, 0.0]])
+    p = np.full((2, 4), 0.25)
+    with pytest.raises(
+        stt.InvalidParameterError,
+        match=rf"n=3 is larger than the support of draft row 1 \(2 tokens .*sampling='{sampling}'",
+    ):
+        stt.bound(p, q, 3, sampling)
+    stt.bound(p, q, 3, "iid")  # with replacement any support works
+
+
+def test_bad_sampling_name():
+    with pytest.raises(
+        stt.InvalidParameterError, match=r"sampling must be one of 'iid'.*got 'wor'"
+    ):
+        stt.bound(P, Q, 2, "wor")
+
+
+def test_tolerance_by_dtype_and_renormalisation():
+    q32 = np.array([0.5, 0.25, 0.25 + 5e-5], dtype=np.float32)  # within float32 tolerance 1e-4
+    assert stt.bound(P, q32, 1) == pytest.approx(np.minimum(P, q32 / q32.sum()).sum(), abs=1e-7)
+    with pytest.raises(stt.InvalidDistributionError, match=r"tolerance 0\.0001 for float32"):
+        stt.bound(P, np.array([0.5, 0.25, 0.26], dtype=np.float32), 1)
+    q16 = np.array([0.5, 0.25, 0.25], dtype=np.float16)
+    assert stt.bound(P, q16, 1) == pytest.approx(0.7)
+    with pytest.raises(stt.InvalidDistributionError, match=r"sums to 1\.01"):
+        stt.bound(P, [0.5, 0.25, 0.26], 1, atol=1e-3)
+    assert stt.bound(P, [0.5, 0.25, 0.26], 1, atol=0.02) == pytest.approx(
+        np.minimum(P, np.array([0.5, 0.25, 0.26]) / 1.01).sum()
+    )
+
+
+def test_inputs_are_not_modified():
+    p = np.array([0.2, 0.3, 0.5 + 1e-12])
+    before = p.copy()
+    stt.bound(p, Q, 2, "greedy")
+    assert (p == before).all()
+
+
+def test_exact_input_errors():
+    bad = np.array([Fraction(1, 2), Fraction(1, 3), Fraction(1, 7)], dtype=object)
+    with pytest.raises(stt.InvalidDistributionError, match=r"target sums to 41/42, not exactly 1"):
+        stt.solve_bound(bad, bad, 1, method="enumerate")
+    neg = np.array([Fraction(3, 2), Fraction(-1, 2)], dtype=object)
+    with pytest.raises(stt.InvalidDistributionError, match=r"draft has a negative entry -1/2"):
+        stt.solve_bound([Fraction(1, 2), Fraction(1, 2)], neg, 1, method="maxflow")
+
+
+def test_error_hierarchy():
+    assert issubclass(stt.InvalidDistributionError, stt.SpecTheoryError)
+    assert issubclass(stt.InstanceTooLargeError, ValueError)
+    assert issubclass(stt.SolverError, RuntimeError)
