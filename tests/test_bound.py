@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -66,7 +67,7 @@ def test_monotone_in_n_and_wor_beats_iid(inst):
         stt.bound(p, q, m, sampling)
         for m in range(1, (n if sampling == "iid" else min(n, support)) + 1)
     ]
-    assert all(b >= a - DUAL_TOL for a, b in zip(values, values[1:]))
+    assert all(b >= a - DUAL_TOL for a, b in itertools.pairwise(values))
     m = min(n, support)
     assert stt.bound(p, q, m, "without_replacement") >= stt.bound(p, q, m, "iid") - DUAL_TOL
 
