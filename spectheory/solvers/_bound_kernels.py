@@ -14,6 +14,8 @@ from numba import njit, prange
 
 __all__ = [
     "WOR_DEAD",
+    "WOR_LOW_MASS",
+    "WOR_LOW_TERMS",
     "WOR_PER_OCTAVE",
     "WOR_STEP",
     "iid_bucket_min",
@@ -35,9 +37,21 @@ WOR_STEP = math.log(2.0) / WOR_PER_OCTAVE
 WOR_DEAD = 1e-18
 
 
+#: Bound on the mass neglected below the lowest node of the grid.
+WOR_LOW_MASS = 1e-13
+#: Terms of the series for the lattice nodes below the lowest node.
+WOR_LOW_TERMS = 16
+
+
 def wor_t0(n):
-    """Lowest node: below it P(N_H(t) >= n) <= t^n / n! is negligible (< 2e-13 t)."""
-    return 2.0**-14 if n == 2 else 2.0**-10
+    """Lowest node: the largest power of 2 with t0^(n+1) / (n+1)! <= WOR_LOW_MASS.
+
+    Below ``t0`` the integrand ``lam e^{-lam t} P(N_H(t) <= n-1)`` is replaced
+    by ``lam e^{-lam t}``; the difference integrates to at most
+    ``int_0^t0 P(N_H(t) >= n) dt <= t0^(n+1) / (n+1)!``.
+    """
+    bound = (WOR_LOW_MASS * math.factorial(n + 1)) ** (1.0 / (n + 1))
+    return 2.0 ** math.floor(math.log2(min(bound, 1.0)))
 
 
 #: Buckets per octave of p/q in the sort-free i.i.d. scan, and the lowest octave
@@ -194,12 +208,17 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
     y = np.empty(G)
     e = np.empty(G)
     ones = np.empty(G)
-    # Lattice nodes below t0: there P(N_H <= n-1) = 1 and
-    # sum_{m>=1} lam t e^{-lam t} at t = t0 e^{-m h}, to third order in lam t0.
+    # Lattice nodes below t0, where P(N_H <= n-1) = 1: the sum over m >= 1 of
+    # x_m e^{-x_m}, x_m = lam t0 e^{-m h}, is sum_j (-1)^j (lam t0)^(j+1) A_{j+1} / j!
+    # with A_j = sum_m e^{-j m h} = r^j / (1 - r^j); lam t0 <= 1/8 makes 16 terms ample.
     r1 = math.exp(-h)
-    A1 = r1 / (1.0 - r1)
-    A2 = r1**2 / (1.0 - r1**2)
-    A3 = r1**3 / (1.0 - r1**3)
+    coef = np.empty(WOR_LOW_TERMS)
+    fact = 1.0
+    for j in range(WOR_LOW_TERMS):
+        if j > 0:
+            fact *= -j
+        rj = r1 ** (j + 1)
+        coef[j] = rj / (1.0 - rj) / fact
     t0 = t[0]
     g_hi = G
     best = 0.0
@@ -237,7 +256,11 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
             Q = 1.0
         else:
             x0 = lam * t0
-            acc = x0 * A1 - x0 * x0 * A2 + 0.5 * x0 * x0 * x0 * A3
+            acc = 0.0
+            xp = x0
+            for j in range(WOR_LOW_TERMS):
+                acc += coef[j] * xp
+                xp *= x0
             _octave_powers(lam, t, e, ones, g_hi)
             for g in range(g_hi):
                 s = 0.0
