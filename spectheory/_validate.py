@@ -113,6 +113,8 @@ def as_distribution(x, name: str, *, atol: float | None = None, allow_exact: boo
         raise InvalidDistributionError(
             f"{name} has dtype {dtype_name}; expected floating-point probabilities"
         )
+    if atol is not None and not (isinstance(atol, numbers.Real) and 0 <= atol < 1):
+        raise InvalidParameterError(f"atol must be a number in [0, 1); got {atol!r}")
     tol = SUM_TOLERANCE.get(dtype_name, SUM_TOLERANCE["float64"]) if atol is None else atol
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     first_bad, sums = row_stats(rows)

@@ -205,6 +205,13 @@ def test_wor_tiny_outside_mass_and_extreme_ratios():
     assert abs(stt.bound(p, q, 2, "without_replacement") - ref) <= 1e-12
 
 
+def test_wor_subnormal_draft_tail():
+    q = np.array([0.5, 0.5 - 1e-300, 1e-300, 5e-324])
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    ref = float(stt.solve_bound(p, q, 2, "without_replacement", "enumerate").exact_value)
+    assert abs(stt.bound(p, q, 2, "without_replacement") - ref) <= 1e-12
+
+
 def test_zero_probability_and_one_hot_rows():
     p = np.array([0.0, 0.5, 0.5, 0.0])
     q = np.array([0.0, 0.0, 0.0, 1.0])

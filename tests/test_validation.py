@@ -105,6 +105,12 @@ def test_tolerance_by_dtype_and_renormalisation():
     )
 
 
+@pytest.mark.parametrize("atol", [-1e-3, 1.5, "big", float("nan")])
+def test_bad_atol(atol):
+    with pytest.raises(stt.InvalidParameterError, match="atol must be a number in"):
+        stt.bound(P, Q, 1, atol=atol)
+
+
 def test_inputs_are_not_modified():
     p = np.array([0.2, 0.3, 0.5 + 1e-12])
     before = p.copy()

@@ -99,7 +99,8 @@ def ratio_order(p, q):
     int64 (B, V)
     """
     key = np.full(p.shape, np.inf)
-    np.divide(p, q, out=key, where=q > 0)
+    with np.errstate(over="ignore"):  # p / subnormal q overflows to inf: last, as it should
+        np.divide(p, q, out=key, where=q > 0)
     key[(p == 0) & (q == 0)] = 0.0
     return np.argsort(key, axis=1)
 
@@ -137,7 +138,9 @@ def _wor_grid(lam_suffix, n):
     h = _k.WOR_STEP
     u0 = math.log(_k.wor_t0(n))
     pos = np.where(lam_suffix > 0, lam_suffix, np.inf).min(axis=1)
-    pos = np.where(np.isfinite(pos), pos, 1.0)
+    # An outside mass below 1e-250 is treated as 1e-250: the grid still ends
+    # at a finite t, and such a prefix's 1 - Q(H) is dominated by the nodes below.
+    pos = np.clip(np.where(np.isfinite(pos), pos, 1.0), 1e-250, None)
     G = np.ceil((np.log(50.0 / pos) - u0) / h).astype(np.int64) + 1
     t = np.full((lam_suffix.shape[0], int(G.max())), np.inf)
     for b, g in enumerate(G):
