@@ -20,6 +20,7 @@ __all__ = [
     "WOR_STEP",
     "iid_bucket_min",
     "wor_prefix_min",
+    "wor_prepare",
     "wor_t0",
 ]
 
@@ -274,6 +275,33 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
             best = f
             kbest = k + 1
     return best, kbest, evaluated
+
+
+@njit(cache=True, parallel=True)
+def wor_prepare(p, q, order, n):
+    """Tail sums of the draft mass and the suffix minima of the i.i.d. objective.
+
+    Returns ``lam_suffix`` (B, V + 1), ``lam_suffix[b, k]`` = draft mass of
+    ``order[b, k:]`` (summed from the tail, so that ``1 - q(H)`` keeps its
+    relative accuracy near 0), and ``iid_suffix_min`` (B, V), the minimum over
+    ``k' >= k`` of ``p(H_{k'+1}) - q(H_{k'+1})^n``.
+    """
+    B, V = p.shape
+    lam = np.zeros((B, V + 1))
+    ism = np.empty((B, V))
+    for b in prange(B):
+        acc = 0.0
+        for k in range(V - 1, -1, -1):
+            acc += q[b, order[b, k]]
+            lam[b, k] = acc
+        P = 0.0
+        for k in range(V):
+            P += p[b, order[b, k]]
+            ism[b, k] = P - (1.0 - lam[b, k + 1]) ** n
+        for k in range(V - 2, -1, -1):
+            if ism[b, k + 1] < ism[b, k]:
+                ism[b, k] = ism[b, k + 1]
+    return lam, ism
 
 
 @njit(cache=True, parallel=True)

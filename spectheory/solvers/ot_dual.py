@@ -153,13 +153,7 @@ def _wor(p, q, n):
     if n == 1:  # one draw: the law is q itself
         return _iid(p, q, 1)
     order = ratio_order(p, q)
-    qs = np.take_along_axis(q, order, axis=1)
-    ps = np.take_along_axis(p, order, axis=1)
-    lam = np.zeros((B, V + 1))
-    lam[:, :V] = np.cumsum(qs[:, ::-1], axis=1)[:, ::-1]  # tail sums: exact near 1 - q(H) = 0
-    P = np.cumsum(ps, axis=1)
-    f_iid = P - (1.0 - lam[:, 1:]) ** n
-    iid_suffix_min = np.minimum.accumulate(f_iid[:, ::-1], axis=1)[:, ::-1]
+    lam, iid_suffix_min = _k.wor_prepare(p, q, order, n)
     t, h = _wor_grid(lam[:, 1:V], n)
     best, kbest, _ = _k.wor_prefix_min(p, q, order, n, lam, iid_suffix_min, t, h)
     cert = np.zeros((B, V), dtype=bool)
