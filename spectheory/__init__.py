@@ -16,9 +16,11 @@ from ._errors import (
     InstanceTooLargeError,
     InvalidDistributionError,
     InvalidParameterError,
+    MissingDependencyError,
     ShapeMismatchError,
     SolverError,
     SpecTheoryError,
+    TraceError,
 )
 from .distributions import process_logits, process_pair, softmax
 from .drafting import SAMPLINGS, draft_set_law, draft_set_probability, sample_drafts
@@ -33,9 +35,11 @@ __all__ = [
     "InstanceTooLargeError",
     "InvalidDistributionError",
     "InvalidParameterError",
+    "MissingDependencyError",
     "ShapeMismatchError",
     "SolverError",
     "SpecTheoryError",
+    "TraceError",
     "__version__",
     "bound",
     "draft_set_law",

@@ -41,3 +41,11 @@ class InstanceTooLargeError(SpecTheoryError, ValueError):
 
 class SolverError(SpecTheoryError, RuntimeError):
     """An external solver failed or returned an inconsistent answer."""
+
+
+class TraceError(SpecTheoryError, ValueError):
+    """A trace file is missing, truncated, corrupted (checksum mismatch) or of another format."""
+
+
+class MissingDependencyError(SpecTheoryError, ImportError):
+    """An optional dependency (extra) is not installed; the message gives the install command."""

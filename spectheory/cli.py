@@ -97,6 +97,49 @@ def _full_vocabulary_demo(V, B, seed, ns):
     return out
 
 
+def _prompt_ids(text):
+    """Parse "0-5,9" into (0, 1, 2, 3, 4, 5, 9)."""
+    ids = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            ids.extend(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise SpecTheoryError(f"--prompts must look like '0-5,9'; got {text!r}") from None
+    return tuple(ids)
+
+
+def _cmd_trace_record(args):
+    from .lm import TraceSettings, cache_dir, record_trace
+    from .lm.prompts import PROMPTS
+
+    prompts = _prompt_ids(args.prompts) if args.prompts else tuple(range(len(PROMPTS)))
+    settings = TraceSettings(
+        model=args.model,
+        drafts=tuple(args.drafts),
+        prompts=prompts,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        seed=args.seed,
+    )
+    t0 = time.perf_counter()
+    trace = record_trace(settings, cache=not args.no_cache, progress=not args.quiet)
+    seconds = time.perf_counter() - t0
+    path = cache_dir() / "traces" / f"{settings.key()}.safetensors"
+    if args.out:
+        path = trace.save(args.out)
+    elif args.no_cache:
+        path = None
+    size = path.stat().st_size / 2**20 if path else float("nan")
+    print(
+        f"trace {settings.key()}: {trace.num_positions} positions x {trace.vocab_size} tokens, "
+        f"drafts {', '.join(trace.drafts)}\n"
+        f"file {path} ({size:.1f} MiB); {seconds:.1f} s "
+        f"(recording {trace.metadata['recording_seconds']} s)"
+    )
+    return 0
+
+
 def _parser():
     ap = argparse.ArgumentParser(
         prog="spectheory",
@@ -125,6 +168,33 @@ def _parser():
     b.add_argument("--seed", type=int, default=0, help="seed of the synthetic batch")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(func=_cmd_bound)
+
+    t = sub.add_parser("trace", help="record real-model traces (needs the models extra)")
+    tsub = t.add_subparsers(dest="trace_command", required=True)
+    r = tsub.add_parser(
+        "record",
+        help="record (or reuse from the cache) a trace of the target and its drafts",
+        description=(
+            "Samples continuations of the embedded prompts from the target and stores the "
+            "target's and each early-exit draft's full-vocabulary logits (float16) with "
+            "the tokens, as safetensors with JSON metadata and checksums."
+        ),
+    )
+    r.add_argument("--model", default="smollm2-135m-instruct", help="model name or local folder")
+    r.add_argument(
+        "--drafts",
+        nargs="+",
+        default=["exit:15", "exit:25", "ngram:3"],
+        help="'exit:L' / 'ngram:K'",
+    )
+    r.add_argument("--prompts", default="", help="prompt ids, e.g. '0-5,9' (default: all)")
+    r.add_argument("--max-new-tokens", type=int, default=24, help="continuation length")
+    r.add_argument("--temperature", type=float, default=1.0, help="target sampling temperature")
+    r.add_argument("--seed", type=int, default=0, help="sampling seed")
+    r.add_argument("--no-cache", action="store_true", help="neither reuse nor store in the cache")
+    r.add_argument("--out", default="", help="also write the trace to this file")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_trace_record)
     return ap
 
 
@@ -133,7 +203,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
-    except SpecTheoryError as exc:
+    except (SpecTheoryError, OSError) as exc:
         print(f"spectheory {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

