@@ -1,5 +1,58 @@
-"""Exact solvers: the optimal-transport dual (:func:`bound`) and its independent oracles."""
+"""Exact solvers.
 
+- :mod:`.ot_dual`: the optimal multi-draft acceptance (:func:`bound`) and its
+  independent oracles (:mod:`.lp`, :mod:`.maxflow`, :mod:`.enumeration`).
+- :mod:`.speedup`: tokens per round, walltime speedup, the optimal draft length.
+- :mod:`.specdecpp`: the SpecDec++ decision process, solved exactly.
+- :mod:`.scaling`: log-linear scaling-law fits and published data.
+"""
+
+from . import scaling, specdecpp, speedup
 from .ot_dual import METHODS, BoundResult, bound, greedy_value, ratio_order, solve_bound
+from .scaling import LogLinearFit, fit_log_linear, leviathan_capacity_data, spec_bench_tau
+from .specdecpp import (
+    SPECDECPP_METHODS,
+    SpecDecPPResult,
+    evaluate_threshold_policy,
+    solve_specdecpp,
+)
+from .speedup import (
+    GAMMA_METHODS,
+    OptimalGammaResult,
+    continuous_optimal_gamma,
+    optimal_gamma,
+    optimal_gamma_positional,
+    oracle_speedup,
+    speedup_positional,
+    tokens_per_round,
+    tokens_per_round_positional,
+)
 
-__all__ = ["METHODS", "BoundResult", "bound", "greedy_value", "ratio_order", "solve_bound"]
+__all__ = [
+    "GAMMA_METHODS",
+    "METHODS",
+    "SPECDECPP_METHODS",
+    "BoundResult",
+    "LogLinearFit",
+    "OptimalGammaResult",
+    "SpecDecPPResult",
+    "bound",
+    "continuous_optimal_gamma",
+    "evaluate_threshold_policy",
+    "fit_log_linear",
+    "greedy_value",
+    "leviathan_capacity_data",
+    "optimal_gamma",
+    "optimal_gamma_positional",
+    "oracle_speedup",
+    "ratio_order",
+    "scaling",
+    "solve_bound",
+    "solve_specdecpp",
+    "spec_bench_tau",
+    "specdecpp",
+    "speedup",
+    "speedup_positional",
+    "tokens_per_round",
+    "tokens_per_round_positional",
+]
