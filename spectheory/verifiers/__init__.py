@@ -1,0 +1,39 @@
+"""Reference implementations of every published verifier, on the coins protocol.
+
+Each verifier is one function ``fn(p, q, drafts, coins, *, sampling) -> int``
+(:mod:`._registry`): the same code samples (:class:`~spectheory.coins.RandomCoins`),
+replays injected uniforms (:class:`~spectheory.coins.ReplayCoins`) and is
+enumerated exactly (:func:`spectheory.exact.output_distribution`).  See
+``docs/verifiers.md`` for the table of papers, draft laws and costs.
+"""
+
+from ._api import check_instance, verify
+from ._registry import REGISTRY, Verifier, get_verifier
+from .coupling import khisti, optimal_lp, transport_plan
+from .hub import greedy, spechub
+from .kseq import kseq, kseq_rho
+from .pointmass import nss
+from .rrs import rrs, rrs_wor
+from .single import naive, sd
+from .typical import typical
+
+__all__ = [
+    "REGISTRY",
+    "Verifier",
+    "check_instance",
+    "get_verifier",
+    "greedy",
+    "khisti",
+    "kseq",
+    "kseq_rho",
+    "naive",
+    "nss",
+    "optimal_lp",
+    "rrs",
+    "rrs_wor",
+    "sd",
+    "spechub",
+    "transport_plan",
+    "typical",
+    "verify",
+]

@@ -1,0 +1,140 @@
+"""The coins protocol: random, replay and enumeration agree, and bad probabilities raise."""
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spectheory import InstanceTooLargeError, InvalidParameterError
+from spectheory.coins import (
+    Coins,
+    EnumerationCoins,
+    RandomCoins,
+    ReplayCoins,
+    enumerate_outcomes,
+)
+
+
+def test_every_implementation_satisfies_the_protocol():
+    for coins in (RandomCoins(0), ReplayCoins([0.5]), EnumerationCoins()):
+        assert isinstance(coins, Coins)
+
+
+def test_replay_bernoulli_is_strict_u_below_prob():
+    assert ReplayCoins([0.5]).bernoulli(0.5) is False
+    assert ReplayCoins([np.nextafter(0.5, 0)]).bernoulli(0.5) is True
+    assert ReplayCoins([0.0]).bernoulli(0.0) is False  # the zero-coin boundary (THEORY 7.5)
+    assert ReplayCoins([np.nextafter(1.0, 0)]).bernoulli(1.0) is True
+    assert ReplayCoins([0.3]).bernoulli(F(1, 3)) is True
+
+
+def test_replay_categorical_is_the_inverse_cdf_over_positive_entries():
+    probs = [0.0, 0.25, 0.0, 0.5, 0.25]
+    expected = {0.0: 1, 0.2499: 1, 0.25: 3, 0.7499: 3, 0.75: 4, 0.9999: 4}
+    for u, token in expected.items():
+        assert ReplayCoins([u]).categorical(probs) == token
+
+
+def test_replay_categorical_never_returns_a_zero_probability_token_at_the_boundary():
+    # The partial sums stop at 1 - 1e-12, below u: the last positive token is returned.
+    probs = [0.5, 0.5 - 1e-12, 0.0]
+    assert ReplayCoins([1 - 1e-13]).categorical(probs) == 1
+    assert ReplayCoins([np.nextafter(1.0, 0)]).categorical([1 / 3, 1 / 3, 1 / 3, 0.0]) == 2
+
+
+def test_replay_counts_consumed_uniforms_and_raises_when_they_run_out():
+    coins = ReplayCoins([0.1, 0.2])
+    coins.bernoulli(0.5)
+    coins.categorical([0.5, 0.5])
+    assert coins.position == 2
+    with pytest.raises(InvalidParameterError, match="ran out"):
+        coins.bernoulli(0.5)
+
+
+@pytest.mark.parametrize("bad", [[1.0], [-0.1], [np.nan], [[0.1]]])
+def test_replay_rejects_uniforms_outside_the_unit_interval(bad):
+    with pytest.raises(InvalidParameterError, match="uniforms"):
+        ReplayCoins(bad)
+
+
+@pytest.mark.parametrize("make", [lambda: RandomCoins(0), lambda: ReplayCoins([0.5] * 4)])
+def test_probabilities_outside_the_unit_interval_raise(make):
+    for prob in (1.5, -0.01, F(3, 2), float("nan")):
+        with pytest.raises(InvalidParameterError, match="bernoulli prob"):
+            make().bernoulli(prob)
+    assert make().bernoulli(1 + 1e-13) is True  # rounding within 1e-12 is accepted
+    assert make().bernoulli(-1e-13) is False
+    with pytest.raises(InvalidParameterError, match="negative"):
+        make().categorical([0.5, -0.1, 0.6])
+    with pytest.raises(InvalidParameterError, match="sums to"):
+        make().categorical([0.5, 0.4])
+    with pytest.raises(InvalidParameterError, match="not exactly 1"):
+        make().categorical(np.array([F(1, 2), F(1, 3)], dtype=object))
+
+
+def test_enumeration_rejects_bad_probabilities_too():
+    with pytest.raises(InvalidParameterError):
+        enumerate_outcomes(lambda c: c.bernoulli(1.1))
+    with pytest.raises(InvalidParameterError):
+        enumerate_outcomes(lambda c: c.categorical([0.7, 0.7]))
+
+
+@given(seed=st.integers(0, 2**32 - 1), probs=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6))
+def test_random_coins_are_replay_coins_on_the_generator_stream(seed, probs):
+    weights = np.array(probs) + 1e-3
+    cat = weights / weights.sum()
+
+    def procedure(coins):
+        return tuple([coins.bernoulli(p) for p in probs] + [coins.categorical(cat)])
+
+    stream = np.random.default_rng(seed).random(len(probs) + 1)
+    assert procedure(RandomCoins(seed)) == procedure(ReplayCoins(stream))
+
+
+def test_enumeration_of_a_geometric_procedure_is_exact():
+    def first_success(coins):
+        for k in range(4):
+            if coins.bernoulli(F(1, 3)):
+                return k
+        return coins.categorical(np.array([F(1, 2), F(0), F(1, 2)], dtype=object)) + 10
+
+    law = enumerate_outcomes(first_success)
+    miss = F(2, 3) ** 4
+    expected = {k: F(1, 3) * F(2, 3) ** k for k in range(4)} | {10: miss / 2, 12: miss / 2}
+    assert law == expected
+    assert sum(law.values()) == 1
+
+
+def test_enumeration_prunes_zero_probability_branches():
+    def procedure(coins):
+        if coins.bernoulli(0.0):
+            raise AssertionError("a zero-probability branch was executed")
+        if not coins.bernoulli(1.0):
+            raise AssertionError("a zero-probability branch was executed")
+        return coins.categorical([0.0, 1.0, 0.0])
+
+    assert enumerate_outcomes(procedure) == {1: 1.0}
+
+
+@given(
+    rows=st.lists(
+        st.lists(st.integers(0, 5), min_size=1, max_size=4).filter(any), min_size=1, max_size=3
+    )
+)
+def test_enumeration_of_independent_draws_is_the_product_law(rows):
+    laws = [np.array([F(w, sum(r)) for w in r], dtype=object) for r in rows]
+    law = enumerate_outcomes(lambda c: tuple(c.categorical(p) for p in laws))
+    assert sum(law.values()) == 1
+    for outcome, prob in law.items():
+        expected = F(1)
+        for p, i in zip(laws, outcome):
+            expected *= p[i]
+        assert prob == expected > 0
+    assert len(law) == np.prod([np.count_nonzero(r) for r in rows])
+
+
+def test_enumeration_refuses_too_many_leaves():
+    with pytest.raises(InstanceTooLargeError, match="max_leaves"):
+        enumerate_outcomes(lambda c: tuple(c.bernoulli(0.5) for _ in range(8)), max_leaves=100)

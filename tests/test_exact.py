@@ -1,0 +1,245 @@
+"""Exact laws by enumeration: draft-tuple laws, closed forms, THEORY.md 8.1 and 8.2 vectors."""
+
+from collections import defaultdict
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spectheory import InvalidParameterError, bound, sample_drafts, solve_bound
+from spectheory.drafting import SAMPLINGS, set_law_row
+from spectheory.exact import CLOSED_FORMS, acceptance, ordered_draft_law, output_distribution
+from spectheory.verifiers import REGISTRY, kseq_rho
+
+P_A = np.array([0.3, 0.4, 0.3])
+Q_A = np.array([0.6, 0.3, 0.1])
+P_AF = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+Q_AF = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+
+
+def frac(*values):
+    return np.array([F(v) for v in values], dtype=object)
+
+
+# THEORY.md 8.2, certified rational instances.
+ROW1 = (frac("309/500", "177/500", "7/250"), frac("373/1000", "29/50", "47/1000"), 2)
+ROW2 = (frac("469/1000", "31/250", "407/1000"), frac("201/1000", "11/40", "131/250"), 3)
+ROW3 = (
+    frac("37/250", "21/500", "149/200", "1/20", "3/200"),
+    frac("62/125", "17/125", "151/1000", "1/125", "209/1000"),
+    3,
+)
+
+
+@st.composite
+def weights(draw, min_support=1, V=None):
+    V = V if V is not None else draw(st.integers(max(2, min_support), 4))
+    w = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V))
+    for i in draw(st.permutations(range(V)))[:min_support]:
+        w[i] = max(w[i], 1)
+    return w
+
+
+def as_fraction(w):
+    return np.array([F(x, sum(w)) for x in w], dtype=object)
+
+
+# --- draft tuple laws ---------------------------------------------------------------------
+
+
+@given(data=st.data())
+def test_ordered_tuple_laws_sum_to_one_and_merge_to_the_set_laws(data):
+    n = data.draw(st.integers(1, 3))
+    sampling = data.draw(st.sampled_from(SAMPLINGS))
+    q = as_fraction(data.draw(weights(min_support=n)))
+    law = ordered_draft_law(q, n, sampling)
+    assert sum(w for _, w in law) == 1
+    assert all(w > 0 and len(t) == n for t, w in law)
+    merged = defaultdict(int)
+    for t, w in law:
+        merged[frozenset(t)] += w
+    assert dict(merged) == set_law_row(q, n, sampling)
+    if sampling == "without_replacement":
+        assert all(len(set(t)) == n for t, _ in law)
+
+
+@pytest.mark.parametrize("sampling", SAMPLINGS)
+def test_sampled_drafts_are_tuples_of_the_enumerated_law(sampling):
+    q = np.array([0.1, 0.4, 0.1, 0.25, 0.15])
+    support = {t for t, _ in ordered_draft_law(q, 3, sampling)}
+    drafts = sample_drafts(np.tile(q, (300, 1)), 3, sampling, rng=3)
+    assert {tuple(d) for d in drafts.tolist()} <= support
+
+
+def test_greedy_tuples_put_the_top_tokens_first_in_descending_order_ties_lowest_id():
+    q = frac("1/10", "3/10", "1/10", "3/10", "1/5")
+    law = ordered_draft_law(q, 3, "greedy")
+    assert [t for t, _ in law] == [(1, 3, 0), (1, 3, 2), (1, 3, 4)]
+    assert [w for _, w in law] == [F(1, 4), F(1, 4), F(1, 2)]
+
+
+# --- closed forms against enumeration -------------------------------------------------------
+
+CLOSED = [(name, s) for name in CLOSED_FORMS for s in REGISTRY[name].closed_form_samplings]
+
+
+@pytest.mark.parametrize(("name", "sampling"), CLOSED)
+@given(data=st.data())
+def test_closed_forms_equal_the_enumerated_acceptance(name, sampling, data):
+    n = data.draw(st.sampled_from(REGISTRY[name].n_values or (1, 2, 3)))
+    q = as_fraction(data.draw(weights(min_support=n)))
+    p = as_fraction(data.draw(weights(V=len(q))))
+    closed = CLOSED_FORMS[name](p, q, n, sampling)
+    assert closed == acceptance(name, p, q, n=n, sampling=sampling)  # exact, rho rational
+    pf, qf = p.astype(float), q.astype(float)
+    assert abs(float(CLOSED_FORMS[name](pf, qf, n, sampling)) - float(closed)) < 1e-12
+    assert abs(acceptance(name, pf, qf, n=n, sampling=sampling) - float(closed)) < 1e-12
+
+
+def test_kseq_closed_form_when_rounding_puts_p_acc_just_below_one():
+    # p = q: beta = 1 up to rounding (a shrunk failure of the random profile).
+    p = np.array([1, 4, 1]) / 6
+    assert abs(CLOSED_FORMS["kseq"](p, p, 1, "iid") - 1) < 1e-12
+    assert abs(acceptance("kseq", p, p, n=1) - 1) < 1e-12
+
+
+def test_closed_forms_refuse_draft_laws_they_do_not_cover():
+    with pytest.raises(InvalidParameterError, match="without_replacement"):
+        CLOSED_FORMS["naive"](P_A, Q_A, 2, "without_replacement")
+    with pytest.raises(InvalidParameterError, match="n=3"):
+        CLOSED_FORMS["spechub"](P_A, Q_A, 3, "greedy")
+
+
+# --- THEORY.md 8.1: instance A ---------------------------------------------------------------
+
+INSTANCE_A = [
+    ("rrs", "iid", 2, F(41, 50)),
+    ("rrs", "iid", 3, F(106, 125)),
+    ("rrs_wor", "without_replacement", 2, F(7, 8)),
+    ("rrs_wor", "without_replacement", 3, F(1)),
+    ("kseq", "iid", 2, F(21, 25)),
+    ("kseq", "iid", 3, F(7, 8)),
+    ("nss", "iid", 2, F(513, 1000)),
+    ("nss", "iid", 3, F(6249, 10000)),
+    ("naive", "iid", 2, F(3, 4)),
+    ("naive", "iid", 3, F(789, 1000)),
+    ("spechub", "greedy", 2, F(19, 20)),
+    ("greedy", "greedy", 2, F(19, 20)),
+    ("greedy", "greedy", 3, F(1)),
+    ("sd", "iid", 1, F(7, 10)),
+    ("optimal_lp", "iid", 2, F(89, 100)),
+    ("optimal_lp", "iid", 3, F(971, 1000)),
+    ("optimal_lp", "without_replacement", 2, F(139, 140)),
+    ("khisti", "iid", 2, F(89, 100)),
+    ("khisti", "without_replacement", 2, F(139, 140)),
+]
+
+
+@pytest.mark.parametrize(("name", "sampling", "n", "expected"), INSTANCE_A)
+def test_instance_a_acceptances(name, sampling, n, expected):
+    assert abs(acceptance(name, P_A, Q_A, n=n, sampling=sampling) - float(expected)) < 1e-12
+    exact = acceptance(name, P_AF, Q_AF, n=n, sampling=sampling)
+    assert exact == expected
+
+
+def test_instance_a_kseq_parameters():
+    # (rho*, beta, p_acc) = (1.4, 0.6, 0.84) for n = 2 and (1.75, 0.5, 0.875) for n = 3.
+    for n, rho, beta, p_acc in ((2, F(7, 5), F(3, 5), F(21, 25)), (3, F(7, 4), F(1, 2), F(7, 8))):
+        assert kseq_rho(P_AF, Q_AF, n) == rho
+        assert abs(kseq_rho(P_A, Q_A, n) - float(rho)) < 1e-12
+        b = np.minimum(P_AF / rho, Q_AF).sum()
+        assert b == beta and 1 - (1 - b) ** n == p_acc
+
+
+def test_instance_a_rrs_residuals():
+    # THEORY.md 8.1: r_2 = [0, 1/3, 2/3], r_3 = [0, 1/18, 17/18]; the output law is p.
+    from spectheory.verifiers._ops import residual
+
+    r2 = residual(P_AF, Q_AF)
+    assert list(r2) == [0, F(1, 3), F(2, 3)]
+    assert list(residual(r2, Q_AF)) == [0, F(1, 18), F(17, 18)]
+
+
+# --- THEORY.md 8.2: certified rational instances ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "sampling", "name", "expected"),
+    [
+        (ROW1, "iid", "rrs", F(169277, 200000)),
+        (ROW2, "iid", "rrs", F(207227133, 250000000)),
+        (ROW1, "iid", "naive", F(169277, 200000)),  # first residual is a point mass
+        (ROW2, "iid", "naive", F(207227133, 250000000)),
+        (ROW3, "without_replacement", "rrs_wor", F(76025810217187, 101241861840000)),
+        (ROW1, "iid", "optimal_lp", F(988871, 1000000)),
+        (ROW1, "iid", "khisti", F(988871, 1000000)),
+    ],
+)
+def test_certified_rational_rows(row, sampling, name, expected):
+    p, q, n = row
+    assert acceptance(name, p, q, n=n, sampling=sampling) == expected
+    assert list(output_distribution(name, p, q, n=n, sampling=sampling)) == list(p)
+
+
+@pytest.mark.parametrize(
+    ("row", "sampling", "expected"),
+    [
+        (ROW1, "iid", F(988871, 1000000)),
+        (ROW2, "iid", F(1)),
+        (ROW3, "without_replacement", F(4440878158613, 5062093092000)),
+    ],
+)
+def test_optimal_lp_reaches_the_certified_optimum(row, sampling, expected):
+    p, q, n = row
+    pf, qf = p.astype(float), q.astype(float)
+    for name in ("optimal_lp", "khisti"):
+        assert abs(acceptance(name, pf, qf, n=n, sampling=sampling) - float(expected)) < 1e-12
+    assert solve_bound(p, q, n=n, sampling=sampling, method="enumerate").exact_value == expected
+
+
+@pytest.mark.parametrize(
+    ("row", "rho", "beta", "alpha"),
+    [(ROW1, 1.342444, 0.657556, 0.882732), (ROW2, 1.736455, 0.506795, 0.880028)],
+)
+def test_certified_rows_kseq(row, rho, beta, alpha):
+    p, q, n = row
+    pf, qf = p.astype(float), q.astype(float)
+    r = kseq_rho(pf, qf, n)
+    assert abs(r - rho) < 1e-6
+    assert abs(np.minimum(pf / r, qf).sum() - beta) < 1e-6
+    assert abs(acceptance("kseq", pf, qf, n=n) - alpha) < 1e-6
+    # The rational rho used on exact input is at most 1e-12 above the float root.
+    assert 0 <= kseq_rho(p, q, n) - F(r) < 1e-12
+
+
+@pytest.mark.parametrize("row", [ROW1, ROW2])
+def test_certified_rows_greedy_reaches_one(row):
+    p, q, n = row
+    assert acceptance("greedy", p, q, n=n, sampling="greedy") == 1
+
+
+# --- types and batches ------------------------------------------------------------------------
+
+
+def test_float_in_float_out_fraction_in_fraction_out():
+    law = output_distribution("rrs", P_A, Q_A, n=2)
+    assert law.dtype == np.float64 and law.shape == (3,)
+    assert isinstance(acceptance("rrs", P_A, Q_A, n=2), float)
+    assert isinstance(acceptance("rrs", P_AF, Q_AF, n=2), F)
+    mixed = acceptance("rrs", P_AF, Q_A, n=2)  # one exact input makes both exact
+    assert isinstance(mixed, F) and abs(float(mixed) - 0.82) < 1e-12
+
+
+def test_batched_rows_are_solved_row_by_row():
+    p = np.stack([P_A, [0.5, 0.5, 0.0]])
+    q = np.stack([Q_A, [0.2, 0.3, 0.5]])
+    law = output_distribution("rrs", p, q, n=2)
+    assert law.shape == (2, 3)
+    assert np.abs(law - p).max() < 1e-15
+    acc = acceptance("rrs", p, q, n=2)
+    assert acc.shape == (2,)
+    assert abs(acc[0] - 0.82) < 1e-12
+    assert abs(acc[1] - acceptance("rrs", p[1], q[1], n=2)) < 1e-15
+    assert np.all(acc <= bound(p, q, n=2) + 1e-12)
