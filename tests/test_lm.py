@@ -203,3 +203,12 @@ def test_cli_trace_record_reuses_the_cache(small_trace, tmp_cache, capsys, monke
     assert f"trace {SMALL.key()}: {small_trace.num_positions} positions x 49152 tokens" in out
     assert main(["trace", "record", "--prompts", "1-x"]) == 2
     assert "--prompts must look like" in capsys.readouterr().err
+
+
+def test_check_lossless_on_real_trace_positions(small_trace):
+    rows = [0, 1, 2]
+    good = stt.check_lossless("rrs", small_trace, "exit:29", n=2, rows=rows, trials=400, seed=0)
+    assert not good.lossy, good.verdict
+    assert good.rows == 3 and 0 < good.bound <= 1
+    bad = stt.check_lossless("typical", small_trace, "exit:29", n=2, rows=rows, trials=400)
+    assert bad.lossy, bad.verdict
