@@ -34,7 +34,7 @@ from .coins import RandomCoins, ReplayCoins, enumerate_outcomes
 from .distributions import process_logits, process_pair, softmax
 from .drafting import SAMPLINGS, draft_set_law, draft_set_probability, sample_drafts
 from .exact import acceptance, output_distribution
-from .sim import LosslessReport, check_lossless
+from .sim import LosslessReport, SimulationResult, check_lossless, simulate
 from .solvers.ot_dual import METHODS, BoundResult, bound, solve_bound
 from .solvers.scaling import fit_log_linear
 from .solvers.specdecpp import SpecDecPPResult, solve_specdecpp
@@ -57,6 +57,7 @@ __all__ = [
     "RandomCoins",
     "ReplayCoins",
     "ShapeMismatchError",
+    "SimulationResult",
     "SolverError",
     "SpecDecPPResult",
     "SpecTheoryError",
@@ -76,6 +77,7 @@ __all__ = [
     "process_logits",
     "process_pair",
     "sample_drafts",
+    "simulate",
     "softmax",
     "solve_bound",
     "solve_specdecpp",
