@@ -13,6 +13,7 @@ Select a profile with the environment variable ``SPECTHEORY_HYPOTHESIS_PROFILE``
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -28,3 +29,12 @@ settings.register_profile(
     "thorough", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("SPECTHEORY_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def smol():
+    """The real SmolLM2-135M-Instruct, loaded once per test session (~25 s)."""
+    pytest.importorskip("torch", reason="the models extra is part of the test set-up")
+    from spectheory.lm import load_model
+
+    return load_model()

@@ -14,11 +14,6 @@ import spectheory as stt  # noqa: E402
 from spectheory.lm import trace as trace_mod  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def smol():
-    return lm.load_model()
-
-
 @pytest.fixture()
 def tmp_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))

@@ -41,9 +41,9 @@ from scipy import stats
 
 from .._errors import InvalidParameterError
 from .._validate import as_distribution_pair, check_choice, check_positive_int
-from ..coins import RandomCoins
-from ..drafting import SAMPLINGS, check_draft_support, greedy_split
+from ..drafting import SAMPLINGS, check_draft_support
 from ..solvers.ot_dual import solve_bound
+from .simulate import simulate
 
 __all__ = ["DEFAULT_TRIALS", "LosslessReport", "check_lossless", "detectable_tv"]
 
@@ -124,48 +124,18 @@ def detectable_tv(trials: int, bins: int, alpha: float, power: float = 0.99) -> 
     return math.sqrt(hi / (4 * trials))
 
 
-def _draw_drafts(q, n, sampling, trials, rng):
-    """(trials, n) drafts from one row ``q`` under the draft law, vectorised."""
-    V = q.shape[0]
-    if sampling == "iid":
-        return rng.choice(V, size=(trials, n), p=q)
-    if sampling == "greedy":
-        T, qt = greedy_split(q, n)
-        out = np.empty((trials, n), dtype=np.int64)
-        out[:, : n - 1] = T
-        out[:, n - 1] = rng.choice(V, size=trials, p=qt)
-        return out
-    with np.errstate(divide="ignore"):
-        logq = np.log(q)
-    out = np.empty((trials, n), dtype=np.int64)
-    chunk = max(1, 2**22 // V)
-    for s in range(0, trials, chunk):  # Gumbel-top-n, in chunks of ~4M keys
-        m = min(chunk, trials - s)
-        keys = logq + rng.gumbel(size=(m, V))
-        top = np.argpartition(-keys, n - 1, axis=1)[:, :n]
-        order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1)
-        out[s : s + m] = np.take_along_axis(top, order, axis=1)
-    return out
+def _name(verifier):
+    if isinstance(verifier, str):
+        return verifier
+    if hasattr(verifier, "function"):
+        return verifier.name
+    return getattr(verifier, "__name__", repr(verifier))
 
 
-def _runner(verifier, sampling):
-    """(name, call(p, q, drafts, rng) -> int) for a registry entry or a user callable."""
-    from ..verifiers import get_verifier
-
-    if callable(verifier) and not isinstance(verifier, str) and not hasattr(verifier, "function"):
-        name = getattr(verifier, "__name__", repr(verifier))
-        return name, lambda p, q, d, rng: int(verifier(p, q, d, rng))
-    v = get_verifier(verifier)
-    if sampling not in v.samplings:
-        raise InvalidParameterError(
-            f"verifier {v.name!r} is not valid for sampling={sampling!r}; it supports "
-            f"{', '.join(map(repr, v.samplings))}"
-        )
-
-    def call(p, q, d, rng):
-        return v.function(p, q, tuple(int(x) for x in d), RandomCoins(rng), sampling=sampling)
-
-    return v.name, call
+def _seed_int(seed):
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
+    return 0 if seed is None else int(seed)
 
 
 def _pearson(counts, p):
@@ -260,23 +230,21 @@ def check_lossless(
     else:
         p, q, _ = as_distribution_pair(target, draft)
     check_draft_support(q, n, sampling, True)
-    name, call = _runner(verifier, sampling)
-    rng = np.random.default_rng(seed)
+    # Drafts and outputs from the numba kernels (registered verifiers) or the
+    # Python loop (user callables, khisti, optimal_lp); see spectheory.sim.simulate.
+    sim = simulate(verifier, p, q, n, sampling, trials=trials, seed=seed)
+    name = _name(verifier)
+    rng = np.random.default_rng([_seed_int(seed), 1])  # the PIT's own stream
     B, V = p.shape
 
     impossible = 0
-    accepted = 0
     row_p = []
     row_bins = []
     pit = []
     for b in range(B):
-        drafts = _draw_drafts(q[b], n, sampling, trials, rng)
-        ys = np.empty(trials, dtype=np.int64)
-        for t in range(trials):
-            ys[t] = call(p[b], q[b], drafts[t], rng)
+        ys = sim.tokens[b]
         if ys.min() < 0 or ys.max() >= V:
             raise InvalidParameterError(f"verifier {name!r} returned a token outside [0, {V})")
-        accepted += int((drafts == ys[:, None]).any(axis=1).sum())
         counts = np.bincount(ys, minlength=V).astype(float)
         impossible += int(counts[p[b] == 0].sum())
         pv, bins = _pearson(counts, p[b])
@@ -289,6 +257,7 @@ def check_lossless(
         cdf_before = np.concatenate([[0.0], np.cumsum(p[b][order])])[:-1]
         ok = p[b][ys] > 0
         pit.append(cdf_before[rank[ys[ok]]] + rng.random(ok.sum()) * p[b][ys[ok]])
+    accepted = int(sim.accepted.sum())
 
     u = np.clip(np.concatenate(pit), 0.0, np.nextafter(1.0, 0.0))
     pit_counts = np.bincount((u * PIT_BINS).astype(np.int64), minlength=PIT_BINS)
