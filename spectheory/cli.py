@@ -109,12 +109,12 @@ def _prompt_ids(text):
     return tuple(ids)
 
 
-def _cmd_trace_record(args):
-    from .lm import TraceSettings, cache_dir, record_trace
+def _settings(args):
+    from .lm import TraceSettings
     from .lm.prompts import PROMPTS
 
     prompts = _prompt_ids(args.prompts) if args.prompts else tuple(range(len(PROMPTS)))
-    settings = TraceSettings(
+    return TraceSettings(
         model=args.model,
         drafts=tuple(args.drafts),
         prompts=prompts,
@@ -122,6 +122,12 @@ def _cmd_trace_record(args):
         temperature=args.temperature,
         seed=args.seed,
     )
+
+
+def _cmd_trace_record(args):
+    from .lm import cache_dir, record_trace
+
+    settings = _settings(args)
     t0 = time.perf_counter()
     trace = record_trace(settings, cache=not args.no_cache, progress=not args.quiet)
     seconds = time.perf_counter() - t0
@@ -138,6 +144,61 @@ def _cmd_trace_record(args):
         f"(recording {trace.metadata['recording_seconds']} s)"
     )
     return 0
+
+
+def _cmd_replay(args):
+    from .lm import load_trace, record_trace
+    from .sim.replay import replay, write_csv
+
+    if args.trace:
+        trace = load_trace(args.trace)
+    else:
+        trace = record_trace(_settings(args), progress=not args.quiet)
+    samplings = SAMPLINGS if args.samplings == ["all"] else tuple(args.samplings)
+    t0 = time.perf_counter()
+    table = replay(
+        trace,
+        drafts=args.replay_drafts or None,
+        temperatures=tuple(args.temperatures),
+        ns=tuple(args.n),
+        samplings=samplings,
+        verifiers=tuple(args.verifiers),
+        trials=args.trials,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    seconds = time.perf_counter() - t0
+    path = write_csv(table, args.out)
+    groups: dict = {}
+    for row in table:
+        key = (row["draft"], row["temperature"], row["n"], row["sampling"], row["verifier"])
+        groups.setdefault(key, []).append(row)
+    print(
+        f"{'draft':<9}{'T':>5}{'n':>3} {'law':<20}{'verifier':<9}{'bound':>7}{'exact':>7}{'mc':>7}"
+    )
+    for (d, t, n, law, v), rows in groups.items():
+        exact = [r["exact"] for r in rows if r["exact"] == r["exact"]]
+        ex = f"{np.mean(exact):7.3f}" if exact else f"{'-':>7}"
+        b = np.mean([r["bound"] for r in rows])
+        mc = np.mean([r["mc"] for r in rows])
+        print(f"{d:<9}{t:>5}{n:>3} {law:<20}{v:<9}{b:7.3f}{ex}{mc:7.3f}")
+    print(f"{len(table)} rows ({trace.num_positions} positions) in {seconds:.1f} s -> {path}")
+    return 0
+
+
+def _recording_options(r):
+    r.add_argument("--model", default="smollm2-135m-instruct", help="model name or local folder")
+    r.add_argument(
+        "--drafts",
+        nargs="+",
+        default=["exit:15", "exit:25", "ngram:3"],
+        help="'exit:L' / 'ngram:K'",
+    )
+    r.add_argument("--prompts", default="", help="prompt ids, e.g. '0-5,9' (default: all)")
+    r.add_argument("--max-new-tokens", type=int, default=24, help="continuation length")
+    r.add_argument("--temperature", type=float, default=1.0, help="target sampling temperature")
+    r.add_argument("--seed", type=int, default=0, help="sampling seed")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def _parser():
@@ -180,21 +241,36 @@ def _parser():
             "the tokens, as safetensors with JSON metadata and checksums."
         ),
     )
-    r.add_argument("--model", default="smollm2-135m-instruct", help="model name or local folder")
-    r.add_argument(
-        "--drafts",
-        nargs="+",
-        default=["exit:15", "exit:25", "ngram:3"],
-        help="'exit:L' / 'ngram:K'",
-    )
-    r.add_argument("--prompts", default="", help="prompt ids, e.g. '0-5,9' (default: all)")
-    r.add_argument("--max-new-tokens", type=int, default=24, help="continuation length")
-    r.add_argument("--temperature", type=float, default=1.0, help="target sampling temperature")
-    r.add_argument("--seed", type=int, default=0, help="sampling seed")
+    _recording_options(r)
     r.add_argument("--no-cache", action="store_true", help="neither reuse nor store in the cache")
     r.add_argument("--out", default="", help="also write the trace to this file")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_trace_record)
+
+    from .sim.replay import REPLAY_VERIFIERS
+
+    rp = sub.add_parser(
+        "replay",
+        help="replay a trace through every verifier: bound, exact and Monte Carlo acceptance",
+        description=(
+            "Reads a trace (--trace FILE) or records/reuses one with the recording options, "
+            "and writes the tidy table (one row per position, draft, temperature, n, draft "
+            "law and verifier) as CSV."
+        ),
+    )
+    rp.add_argument("--trace", default="", help="a saved trace file (else record or reuse)")
+    _recording_options(rp)
+    rp.add_argument("--replay-drafts", nargs="*", default=[], help="drafts to replay (default all)")
+    rp.add_argument("--temperatures", type=float, nargs="+", default=[1.0], help="temperatures")
+    rp.add_argument("--n", type=int, nargs="+", default=[1, 2, 4], help="numbers of drafts")
+    rp.add_argument(
+        "--samplings", nargs="+", default=["all"], choices=(*SAMPLINGS, "all"), help="draft laws"
+    )
+    rp.add_argument(
+        "--verifiers", nargs="+", default=list(REPLAY_VERIFIERS), choices=REPLAY_VERIFIERS
+    )
+    rp.add_argument("--trials", type=int, default=200, help="Monte Carlo trials per row")
+    rp.add_argument("--out", default="replay.csv", help="CSV output path")
+    rp.set_defaults(func=_cmd_replay)
     return ap
 
 

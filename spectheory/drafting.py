@@ -52,8 +52,16 @@ SAMPLINGS = ("iid", "without_replacement", "greedy")
 def top_tokens(q, m: int) -> np.ndarray:
     """The ``m`` most likely tokens of the 1-D distribution ``q``, ties to the lowest id."""
     q = np.asarray(q)
-    key = np.array([float(v) for v in q]) if q.dtype == object else q
-    return np.argsort(-key, kind="stable")[:m]
+    if q.dtype == object or m >= q.size:
+        key = np.array([float(v) for v in q]) if q.dtype == object else q
+        return np.argsort(-key, kind="stable")[:m]
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    # O(V): the m-th largest value, every token above it, then the lowest ids equal to it.
+    thr = np.partition(q, q.size - m)[q.size - m]
+    above = np.flatnonzero(q > thr)
+    sel = np.concatenate([above, np.flatnonzero(q == thr)[: m - above.size]])
+    return sel[np.argsort(-q[sel], kind="stable")]
 
 
 def check_draft_support(q_rows, n: int, sampling: str, batched: bool) -> None:

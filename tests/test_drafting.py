@@ -8,10 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 import spectheory as stt
-from spectheory.drafting import greedy_split
+from spectheory.drafting import greedy_split, top_tokens
 
 from .strategies import instances
 
@@ -90,3 +91,10 @@ def test_sample_shapes_and_seeding():
     b = stt.sample_drafts(q, 2, "without_replacement", 7)
     assert a.shape == (2,) and (a == b).all() and a[0] != a[1]
     assert stt.sample_drafts(np.tile(q, (4, 1)), 3, "iid", 0).shape == (4, 3)
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=12), st.integers(0, 12))
+def test_top_tokens_is_a_stable_descending_sort(values, m):
+    q = np.array(values, dtype=float)
+    expected = np.argsort(-q, kind="stable")[:m]  # ties to the lowest id
+    np.testing.assert_array_equal(top_tokens(q, m), expected)

@@ -76,9 +76,13 @@ def _float_root(p, q, n):
 
 
 @lru_cache(maxsize=512)
-def _rho_cached(p_key, q_key, n, exact):
-    if not exact:
-        return _float_root(np.array(p_key), np.array(q_key), n)
+def _rho_float_cached(p_bytes, q_bytes, n):
+    # Keyed on the raw bytes: hashing them is ~50x cheaper than a tuple of V floats.
+    return _float_root(np.frombuffer(p_bytes), np.frombuffer(q_bytes), n)
+
+
+@lru_cache(maxsize=512)
+def _rho_cached(p_key, q_key, n):
     p = np.array(p_key, dtype=object)
     q = np.array(q_key, dtype=object)
     root = _float_root(p.astype(float), q.astype(float), n)
@@ -111,7 +115,10 @@ def kseq_rho(p, q, n):
     (Fraction(7, 5), Fraction(7, 4))
     """
     exact = p.dtype == object
-    return _rho_cached(tuple(p.tolist()), tuple(q.tolist()), int(n), exact)
+    if not exact:
+        f64 = np.ascontiguousarray(p, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64)
+        return _rho_float_cached(f64[0].tobytes(), f64[1].tobytes(), int(n))
+    return _rho_cached(tuple(p.tolist()), tuple(q.tolist()), int(n))
 
 
 def kseq(p, q, drafts, coins, *, sampling="iid", rho=None):

@@ -1,0 +1,98 @@
+"""Replay of a real trace: the tidy table, its statistics, the CSV and the command line."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+
+pytest.importorskip("torch", reason="the models extra is part of the test set-up")
+
+from spectheory.sim.replay import COLUMNS, REPLAY_VERIFIERS, replay, write_csv
+
+
+@pytest.fixture(scope="module")
+def trace(smol):
+    from spectheory.lm import TraceSettings, record_trace
+
+    settings = TraceSettings(prompts=(1, 13), max_new_tokens=4, drafts=("exit:25", "ngram:3"))
+    return record_trace(settings, loaded=smol, cache=False, progress=False)
+
+
+@pytest.fixture(scope="module")
+def table(trace):
+    return replay(trace, temperatures=(0.7, 1.0), ns=(1, 2), trials=400, seed=3)
+
+
+def test_layout(trace, table):
+    assert all(tuple(row) == COLUMNS for row in table)
+    keys = {(r["draft"], r["temperature"], r["n"], r["sampling"], r["verifier"]) for r in table}
+    assert {k[0] for k in keys} == {"exit:25", "ngram:3"}
+    assert {k[4] for k in keys} <= set(REPLAY_VERIFIERS)
+    # every configuration covers every position whose draft has enough support
+    iid = [r for r in table if r["sampling"] == "iid" and r["verifier"] == "rrs"]
+    assert len(iid) == trace.num_positions * 2 * 2 * 2  # drafts x temperatures x n
+
+
+def test_exact_below_bound_and_matched_by_monte_carlo(table):
+    groups = {}
+    for r in table:
+        key = (r["draft"], r["temperature"], r["n"], r["sampling"], r["verifier"])
+        groups.setdefault(key, []).append(r)
+        if r["lossless"] and not math.isnan(r["exact"]):
+            assert r["exact"] <= r["bound"] + 1e-12
+    # Pooled z-test of the Monte Carlo counts against the closed forms, each at a
+    # false-alarm rate of 1e-6 (|z| > 4.89).
+    checked = 0
+    for rows in groups.values():
+        if math.isnan(rows[0]["exact"]):
+            continue
+        k = sum(r["mc"] * r["trials"] for r in rows)
+        mean = sum(r["exact"] * r["trials"] for r in rows)
+        var = sum(r["exact"] * (1 - r["exact"]) * r["trials"] for r in rows)
+        if var > 0:
+            assert abs(k - mean) / math.sqrt(var) < 4.89
+        else:
+            assert k == pytest.approx(mean)
+        checked += 1
+    assert checked >= 20
+
+
+def test_typical_exceeds_the_bound_somewhere(table):
+    rows = [r for r in table if r["verifier"] == "typical"]
+    assert any(r["mc_low"] > r["bound"] for r in rows)
+
+
+def test_pit_means_of_lossless_verifiers(table):
+    # Under losslessness each PIT value is U(0, 1): the mean of 400 has sd 1/sqrt(4800).
+    # Pooled over every lossless row, |z| < 4.89 (false-alarm rate 1e-6).
+    pits = [r["pit_mean"] for r in table if r["lossless"]]
+    z = (np.mean(pits) - 0.5) / math.sqrt(1 / (12 * 400 * len(pits)))
+    assert abs(z) < 4.89
+
+
+def test_csv_and_command_line(trace, table, tmp_path, capsys):
+    path = write_csv(table, tmp_path / "out" / "replay.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == COLUMNS and len(rows) == len(table)
+    assert float(rows[0]["bound"]) == pytest.approx(table[0]["bound"])
+    saved = trace.save(tmp_path / "trace.safetensors")
+    from spectheory.cli import main
+
+    out = tmp_path / "cli.csv"
+    argv = ["replay", "--trace", str(saved), "--n", "2", "--samplings", "iid", "--trials", "50"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    assert f"rows ({trace.num_positions} positions)" in capsys.readouterr().out
+    assert out.is_file()
+
+
+def test_bad_arguments(trace):
+    with pytest.raises(stt.InvalidParameterError, match="numba kernels"):
+        replay(trace, verifiers=("optimal_lp",))
+    with pytest.raises(stt.InvalidParameterError, match="samplings must be among"):
+        replay(trace, samplings=("wor",))
