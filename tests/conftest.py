@@ -34,7 +34,6 @@ settings.load_profile(os.environ.get("SPECTHEORY_HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def smol():
     """The real SmolLM2-135M-Instruct, loaded once per test session (~25 s)."""
-    pytest.importorskip("torch", reason="the models extra is part of the test set-up")
     from spectheory.lm import load_model
 
     return load_model()

@@ -14,8 +14,6 @@ import pytest
 import spectheory as stt
 from spectheory.sim.bugzoo import BUGS
 
-pytest.importorskip("torch", reason="the models extra is part of the test set-up")
-
 
 @pytest.fixture(scope="module")
 def positions(smol):

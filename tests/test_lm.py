@@ -6,12 +6,11 @@ import json
 
 import numpy as np
 import pytest
+import torch  # the models extra is part of the README's test set-up: no skip
 
-torch = pytest.importorskip("torch", reason="the models extra is part of the test set-up")
-lm = pytest.importorskip("spectheory.lm")
-
-import spectheory as stt  # noqa: E402
-from spectheory.lm import trace as trace_mod  # noqa: E402
+import spectheory as stt
+import spectheory.lm as lm
+from spectheory.lm import trace as trace_mod
 
 
 @pytest.fixture()

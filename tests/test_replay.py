@@ -9,9 +9,6 @@ import numpy as np
 import pytest
 
 import spectheory as stt
-
-pytest.importorskip("torch", reason="the models extra is part of the test set-up")
-
 from spectheory.sim.replay import COLUMNS, REPLAY_VERIFIERS, replay, write_csv
 
 
