@@ -101,22 +101,13 @@ def _check_uniforms(u, shape, name):
 
 def _resolve(verifier, n, sampling):
     """(name, Verifier or None, user callable or None, sampling) after the registry checks."""
-    from ..verifiers import Verifier, get_verifier
+    from ..verifiers import Verifier
+    from ..verifiers._api import check_verifier_law
 
     if callable(verifier) and not isinstance(verifier, str | Verifier):
         check_choice(sampling, "sampling", SAMPLINGS)
         return getattr(verifier, "__name__", repr(verifier)), None, verifier, sampling
-    v = get_verifier(verifier)
-    if sampling is None:
-        sampling = v.samplings[0]
-    check_choice(sampling, "sampling", SAMPLINGS)
-    if sampling not in v.samplings:
-        raise InvalidParameterError(
-            f"verifier {v.name!r} is not valid for sampling={sampling!r}; it supports "
-            f"{', '.join(map(repr, v.samplings))}"
-        )
-    if v.n_values is not None and n not in v.n_values:
-        raise InvalidParameterError(f"verifier {v.name!r} needs n in {v.n_values}; got n={n}")
+    v, sampling = check_verifier_law(verifier, n, sampling)
     return v.name, v, None, sampling
 
 

@@ -10,17 +10,15 @@ from ..coins import RandomCoins
 from ..drafting import SAMPLINGS, check_draft_support, greedy_split
 from ._registry import Verifier, get_verifier
 
-__all__ = ["check_instance", "verify"]
+__all__ = ["check_instance", "check_verifier_law", "verify"]
 
 
-def check_instance(verifier, target, draft, n, sampling):
-    """Validate a verifier call; return ``(Verifier, p, q, batched, n, sampling)``.
+def check_verifier_law(verifier, n, sampling):
+    """Resolve ``verifier`` and check it supports ``n`` drafts under ``sampling``.
 
-    ``p`` and ``q`` have shape (B, V) (float64, or Fraction object arrays when
-    either input is exact).  ``sampling=None`` picks the verifier's first law.
+    ``sampling=None`` picks the verifier's first law.  Returns ``(Verifier, sampling)``.
     """
     v: Verifier = get_verifier(verifier)
-    n = check_positive_int(n, "n")
     if sampling is None:
         sampling = v.samplings[0]
     check_choice(sampling, "sampling", SAMPLINGS)
@@ -31,6 +29,17 @@ def check_instance(verifier, target, draft, n, sampling):
         )
     if v.n_values is not None and n not in v.n_values:
         raise InvalidParameterError(f"verifier {v.name!r} needs n in {v.n_values}; got n={n}")
+    return v, sampling
+
+
+def check_instance(verifier, target, draft, n, sampling):
+    """Validate a verifier call; return ``(Verifier, p, q, batched, n, sampling)``.
+
+    ``p`` and ``q`` have shape (B, V) (float64, or Fraction object arrays when
+    either input is exact).  ``sampling=None`` picks the verifier's first law.
+    """
+    n = check_positive_int(n, "n")
+    v, sampling = check_verifier_law(verifier, n, sampling)
     p, q, batched = as_distribution_pair(target, draft, allow_exact=True)
     check_draft_support(q, n, sampling, batched)
     return v, p, q, batched, n, sampling
