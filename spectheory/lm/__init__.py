@@ -6,6 +6,17 @@ Importing this package does not import torch; the functions that need it do.
 """
 
 from ._loader import SMOLLM2, LoadedModel, load_model, smollm2_gguf_path
+from .acceptance import (
+    AcceptanceProfile,
+    CapacityLaw,
+    CapacityProfile,
+    CostRatio,
+    acceptance_profile,
+    capacity_law,
+    capacity_profile,
+    draft_parameter_count,
+    measure_cost_ratio,
+)
 from .drafts import early_exit_logits, ngram_distribution, parse_draft
 from .prompts import CATEGORIES, PROMPTS
 from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
@@ -15,13 +26,22 @@ __all__ = [
     "FORMAT_VERSION",
     "PROMPTS",
     "SMOLLM2",
+    "AcceptanceProfile",
+    "CapacityLaw",
+    "CapacityProfile",
+    "CostRatio",
     "LoadedModel",
     "Trace",
     "TraceSettings",
+    "acceptance_profile",
     "cache_dir",
+    "capacity_law",
+    "capacity_profile",
+    "draft_parameter_count",
     "early_exit_logits",
     "load_model",
     "load_trace",
+    "measure_cost_ratio",
     "ngram_distribution",
     "parse_draft",
     "record_trace",

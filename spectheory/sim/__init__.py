@@ -4,16 +4,34 @@
   (numba kernels replay-tested against the reference verifiers).
 - :func:`check_lossless`: statistical test of losslessness at any vocabulary size.
 - :mod:`.bugzoo`: biased verifiers reproducing real bug classes.
+- :mod:`.draft_length`: draft-length policies (fixed, heuristic, oracle threshold,
+  acceptance head) on per-position acceptances of real traces, exact expectations.
 """
 
 from .check import DEFAULT_TRIALS, LosslessReport, check_lossless, detectable_tv
+from .draft_length import (
+    Fixed,
+    Heuristic,
+    PolicyResult,
+    Threshold,
+    compare_policies,
+    oracle_threshold,
+    simulate_policy,
+)
 from .simulate import SimulationResult, simulate
 
 __all__ = [
     "DEFAULT_TRIALS",
+    "Fixed",
+    "Heuristic",
     "LosslessReport",
+    "PolicyResult",
     "SimulationResult",
+    "Threshold",
     "check_lossless",
+    "compare_policies",
     "detectable_tv",
+    "oracle_threshold",
     "simulate",
+    "simulate_policy",
 ]
