@@ -246,6 +246,10 @@ def _parser():
     r.add_argument("--out", default="", help="also write the trace to this file")
     r.set_defaults(func=_cmd_trace_record)
 
+    from .lm.shards import add_shard_parser
+
+    add_shard_parser(tsub)
+
     from .sim.replay import REPLAY_VERIFIERS
 
     rp = sub.add_parser(
@@ -271,6 +275,10 @@ def _parser():
     rp.add_argument("--trials", type=int, default=200, help="Monte Carlo trials per row")
     rp.add_argument("--out", default="replay.csv", help="CSV output path")
     rp.set_defaults(func=_cmd_replay)
+
+    from .sim.sweeps import add_sweep_parser
+
+    add_sweep_parser(sub)
     return ap
 
 

@@ -19,6 +19,7 @@ from .acceptance import (
 )
 from .drafts import early_exit_logits, ngram_distribution, parse_draft
 from .prompts import CATEGORIES, PROMPTS
+from .shards import ShardedTrace, ShardInfo, record_sharded, shard_trace
 from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "CapacityProfile",
     "CostRatio",
     "LoadedModel",
+    "ShardInfo",
+    "ShardedTrace",
     "Trace",
     "TraceSettings",
     "acceptance_profile",
@@ -44,6 +47,8 @@ __all__ = [
     "measure_cost_ratio",
     "ngram_distribution",
     "parse_draft",
+    "record_sharded",
     "record_trace",
+    "shard_trace",
     "smollm2_gguf_path",
 ]

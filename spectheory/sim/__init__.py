@@ -4,6 +4,7 @@
   (numba kernels replay-tested against the reference verifiers).
 - :func:`check_lossless`: statistical test of losslessness at any vocabulary size.
 - :mod:`.bugzoo`: biased verifiers reproducing real bug classes.
+- :func:`sweep`: grids over sharded traces on Dask, cached and restartable.
 - :mod:`.draft_length`: draft-length policies (fixed, heuristic, oracle threshold,
   acceptance head) on per-position acceptances of real traces, exact expectations.
 """
@@ -19,6 +20,7 @@ from .draft_length import (
     simulate_policy,
 )
 from .simulate import SimulationResult, simulate
+from .sweeps import SweepGrid, sweep, sweep_bounds
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -27,6 +29,7 @@ __all__ = [
     "LosslessReport",
     "PolicyResult",
     "SimulationResult",
+    "SweepGrid",
     "Threshold",
     "check_lossless",
     "compare_policies",
@@ -34,4 +37,6 @@ __all__ = [
     "oracle_threshold",
     "simulate",
     "simulate_policy",
+    "sweep",
+    "sweep_bounds",
 ]

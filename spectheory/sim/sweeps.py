@@ -1,0 +1,936 @@
+r"""Sweeps over sharded traces on Dask: one tidy table, reproducible and restartable.
+
+A sweep replays every shard of a :class:`~spectheory.lm.shards.ShardedTrace`
+through every configuration of a :class:`SweepGrid` (draft model, temperature,
+number of drafts ``n``, draft law) with the grid's verifiers and trials, and
+returns the tidy table of :func:`spectheory.sim.replay.replay` (columns
+:data:`~spectheory.sim.replay.COLUMNS`) with one more column, ``shard``.
+``position`` is the global position in the whole trace.
+
+Tasks and schedulers
+--------------------
+One task is one (shard, configuration): it loads only its shard (verifying
+its checksums), processes the logits chunk by chunk (``chunk`` positions at a
+time) and runs every applicable verifier and the bound
+(:func:`spectheory.solve_bound`).  The tasks run on Dask [1]_:
+
+* ``scheduler=None`` or ``"serial"``: in-process, Dask's synchronous scheduler;
+  ``"threads"``: Dask's thread pool in this process;
+* ``"local"``: a :class:`distributed.LocalCluster` of ``local_workers`` worker
+  processes (one thread each; :func:`local_cluster`), started and closed by the
+  call (scripts that use it need the ``if __name__ == "__main__":`` guard of
+  multiprocessing's spawn start method);
+* any other string: the address of a running Dask scheduler
+  (``"tcp://host:8786"``), connected with a :class:`distributed.Client`;
+* a :class:`distributed.Client` instance: used as is (not closed).
+
+Reproducibility
+---------------
+Every random number of position :math:`g` (global) for verifier :math:`v`
+in configuration :math:`c` comes from its own stream,
+``numpy.random.default_rng([seed, *h(c, v), g])`` with :math:`h` four 32-bit
+words of the SHA-256 of the configuration's values (draft, temperature, n, law,
+verifier): first the draft uniforms (``trials x n``, greedy ``trials x 1``),
+then the verifier uniforms, then the ``trials`` PIT uniforms; they are passed
+to :func:`spectheory.simulate`.  So the table does not depend on the order in
+which tasks run, on the number of workers, on how the trace is split into
+shards or chunks, nor on which other configurations the grid holds.
+
+Restarts
+--------
+With ``cache_dir``, every finished task writes its rows atomically to
+``cache_dir/<kind>-<key>.json`` (JSON with a SHA-256 of its content), keyed
+by the SHA-256 of its shard file, the configuration, the verifiers, the
+trials and the seed.  A later sweep reads the pieces that are there (a
+corrupted piece is recomputed) and runs only the others, so an interrupted
+sweep resumes where it stopped and nothing is computed twice.  A task that
+raises is retried up to ``retries`` times in place; a task lost with its
+worker is rescheduled by Dask.  The cache folder must be visible to the
+workers (it is written by them).
+
+References
+----------
+.. [1] Dask Development Team, "Dask: library for dynamic task scheduling",
+   https://dask.org (2016); M. Rocklin, "Dask: parallel computation with
+   blocked algorithms and task scheduling", Proc. SciPy 2015.
+
+Examples
+--------
+>>> import tempfile
+>>> import numpy as np
+>>> from spectheory.lm import Trace
+>>> from spectheory.lm.shards import shard_trace
+>>> rng = np.random.default_rng(0)
+>>> z = rng.standard_normal((4, 16)).astype(np.float16)
+>>> trace = Trace(target_logits=z, exit_logits={"exit:1": z}, tokens=np.zeros(4, np.int64),
+...               prompt_ids=np.array([0, 0, 1, 1]), steps=np.array([0, 1, 0, 1]),
+...               prompt_tokens=np.array([1, 2]), prompt_offsets=np.array([0, 1, 2]),
+...               metadata={"format": 1, "prompt_order": [0, 1],
+...                         "settings": {"drafts": ["exit:1"]}})
+>>> shards = shard_trace(trace, tempfile.mkdtemp(), max_shard_bytes=2**20)
+>>> grid = SweepGrid(ns=(2,), samplings=("iid",), verifiers=("rrs",), trials=50)
+>>> table = sweep(shards, grid, seed=1)
+>>> len(table), table[0]["verifier"], table[0]["shard"]
+(4, 'rrs', 0)
+>>> [r["mc"] for r in table]  # target equal to the draft: always accepted
+[1.0, 1.0, 1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._errors import InvalidParameterError, MissingDependencyError
+from .._validate import check_positive_int
+from ..distributions import process_logits
+from ..drafting import SAMPLINGS
+from ..exact import CLOSED_FORMS
+from ..solvers.ot_dual import solve_bound
+from ..verifiers import REGISTRY
+from . import _kernels
+from .check import _pearson
+from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, _wilson
+from .simulate import simulate
+
+__all__ = [
+    "BOUND_COLUMNS",
+    "SWEEP_COLUMNS",
+    "SweepGrid",
+    "add_sweep_parser",
+    "local_cluster",
+    "sweep",
+    "sweep_bounds",
+    "write_table",
+]
+
+#: Columns of the sweep table: those of :func:`spectheory.sim.replay.replay`, then ``shard``.
+SWEEP_COLUMNS = (*COLUMNS, "shard")
+#: Columns of the bound-only table of :func:`sweep_bounds`.
+BOUND_COLUMNS = (
+    "position", "prompt_id", "step", "draft", "temperature", "n", "sampling", "bound", "shard",
+)  # fmt: skip
+#: Version of the cached pieces; part of their key.
+CACHE_VERSION = 1
+
+_log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def _tuple(value, name):
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InvalidParameterError(f"{name} must be a sequence; got {value!r}")
+    out = tuple(dict.fromkeys(value))  # duplicates dropped, order kept
+    if not out:
+        raise InvalidParameterError(f"{name} must not be empty; got {value!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    """The configurations of a sweep.
+
+    Every combination of ``drafts x temperatures x ns x samplings`` is one
+    configuration, run with each of ``verifiers`` that supports its ``n`` and
+    draft law, ``trials`` Monte Carlo trials per position.  Duplicates are
+    dropped, order is kept (it is the order of the table).
+
+    Attributes
+    ----------
+    drafts : tuple of str or None
+        Draft specifications (``"exit:L"``, ``"ngram:K"``); None: every draft
+        of the trace.
+    temperatures : tuple of float
+        Each >= 0, applied to both models' logits.
+    ns : tuple of int
+        Numbers of drafts, each >= 1.
+    samplings : tuple of str
+        Draft laws, among :data:`spectheory.drafting.SAMPLINGS`.
+    verifiers : tuple of str
+        Among :data:`spectheory.sim.replay.REPLAY_VERIFIERS` (numba kernels).
+    trials : int
+        Monte Carlo trials per position, configuration and verifier.
+    """
+
+    drafts: tuple[str, ...] | None = None
+    temperatures: tuple[float, ...] = (1.0,)
+    ns: tuple[int, ...] = (1, 2, 4)
+    samplings: tuple[str, ...] = SAMPLINGS
+    verifiers: tuple[str, ...] = REPLAY_VERIFIERS
+    trials: int = 200
+
+    def __post_init__(self):
+        from ..lm.drafts import parse_draft
+
+        if self.drafts is not None:
+            drafts = _tuple(self.drafts, "drafts")
+            for d in drafts:
+                parse_draft(d)
+            object.__setattr__(self, "drafts", drafts)
+        temps = _tuple(self.temperatures, "temperatures")
+        for t in temps:
+            if isinstance(t, bool) or not isinstance(t, int | float | np.floating | np.integer):
+                raise InvalidParameterError(f"temperatures must be numbers; got {t!r}")
+            if not (math.isfinite(t) and t >= 0):
+                raise InvalidParameterError(f"temperatures must be finite and >= 0; got {t!r}")
+        object.__setattr__(self, "temperatures", tuple(float(t) for t in temps))
+        ns = tuple(check_positive_int(n, "ns") for n in _tuple(self.ns, "ns"))
+        object.__setattr__(self, "ns", ns)
+        samplings = _tuple(self.samplings, "samplings")
+        bad = [s for s in samplings if s not in SAMPLINGS]
+        if bad:
+            raise InvalidParameterError(f"samplings must be among {SAMPLINGS}; got {bad}")
+        object.__setattr__(self, "samplings", samplings)
+        verifiers = _tuple(self.verifiers, "verifiers")
+        bad = [v for v in verifiers if v not in REPLAY_VERIFIERS]
+        if bad:
+            raise InvalidParameterError(
+                f"verifiers must be among {', '.join(REPLAY_VERIFIERS)} (numba kernels); got {bad}"
+            )
+        object.__setattr__(self, "verifiers", verifiers)
+        object.__setattr__(self, "trials", check_positive_int(self.trials, "trials"))
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class _Task:
+    """One (shard, configuration) piece of a sweep."""
+
+    kind: str  # "replay": one (draft, temperature, n, law); "bound": one (draft, temperature)
+    folder: str
+    shard: int
+    shard_sha256: str
+    draft: str
+    temperature: float
+    ns: tuple[int, ...]
+    samplings: tuple[str, ...]
+    verifiers: tuple[str, ...]
+    trials: int
+    seed: int
+    chunk: int
+
+    def key(self) -> str:
+        """Cache key: everything the rows depend on (not the folder, nor the chunk size)."""
+        blob = {
+            "version": CACHE_VERSION,
+            **{k: v for k, v in dataclasses.asdict(self).items() if k not in ("folder", "chunk")},
+        }
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
+
+    def cache_file(self, cache_dir) -> Path:
+        return Path(cache_dir) / f"{self.kind}-{self.key()}.json"
+
+
+def _stream_words(draft, temperature, n, sampling, verifier) -> tuple[int, ...]:
+    """Four 32-bit words identifying a configuration by value (seed material)."""
+    blob = json.dumps([draft, float(temperature), int(n), sampling, verifier])
+    digest = hashlib.sha256(blob.encode()).digest()
+    return tuple(int.from_bytes(digest[4 * k : 4 * k + 4], "little") for k in range(4))
+
+
+#: The last shard loaded in this process: (folder, index, sha256) -> Trace.
+_SHARD_MEMO: dict = {}
+
+
+def _load_shard(folder, index, sha256):
+    """Shard ``index`` of ``folder``, reusing the last one loaded in this process."""
+    from ..lm.shards import ShardedTrace
+
+    key = (folder, index, sha256)
+    hit = _SHARD_MEMO.get(key)
+    if hit is not None:
+        return hit
+    _SHARD_MEMO.clear()  # one shard in memory per worker
+    sharded = ShardedTrace.open(folder)
+    if sharded.shards[index].sha256 != sha256:
+        from .._errors import TraceError
+
+        raise TraceError(
+            f"shard file {str(Path(folder) / sharded.shards[index].file)!r} changed since the "
+            "sweep started (its manifest SHA-256 differs)"
+        )
+    trace = sharded.load_shard(index)
+    _SHARD_MEMO[key] = trace
+    return trace
+
+
+def _pit_before(p):
+    """Mass of the tokens ranked before each token (descending p, ties by id), (B, V)."""
+    order = np.argsort(-p, axis=1, kind="stable")
+    sorted_p = np.take_along_axis(p, order, axis=1)
+    before_sorted = np.cumsum(sorted_p, axis=1) - sorted_p
+    before = np.empty_like(p)
+    np.put_along_axis(before, order, before_sorted, axis=1)
+    return before
+
+
+def _replay_rows(task: _Task, trace) -> list[dict]:
+    """Rows of one replay task: every applicable verifier, every position of the shard."""
+    (n,), (sampling,) = task.ns, task.samplings
+    names = [v for v in task.verifiers if _applicable(v, n, sampling)]
+    if not names:
+        return []
+    T = task.trials
+    start = int(trace.metadata["shard"]["start"])
+    words = {v: _stream_words(task.draft, task.temperature, n, sampling, v) for v in names}
+    kd = _kernels.draft_uniforms(n, sampling)
+    rows: dict = {v: [] for v in names}
+    N = trace.num_positions
+    for c0 in range(0, N, task.chunk):
+        loc = np.arange(c0, min(N, c0 + task.chunk))
+        p = process_logits(trace.target_logits[loc].astype(np.float64), task.temperature)
+        q = process_logits(trace.draft_logits(task.draft, loc), task.temperature)
+        if sampling != "iid":
+            ok = np.count_nonzero(q, axis=1) >= n
+            p, q, loc = p[ok], q[ok], loc[ok]
+        if loc.size == 0:
+            continue
+        before = _pit_before(p)
+        bounds = np.atleast_1d(solve_bound(p, q, n, sampling).value)
+        B = loc.size
+        for name in names:
+            v = REGISTRY[name]
+            K = _kernels.verifier_uniforms(name, n)
+            du, u, pu = np.empty((B, T, kd)), np.empty((B, T, K)), np.empty((B, T))
+            for b, i in enumerate(loc):
+                rng = np.random.default_rng([task.seed, *words[name], start + int(i)])
+                du[b] = rng.random((T, kd))
+                u[b] = rng.random((T, K))
+                pu[b] = rng.random(T)
+            sim = simulate(name, p, q, n, sampling, trials=T, uniforms=u, draft_uniforms=du)
+            cf = CLOSED_FORMS.get(name) if sampling in v.closed_form_samplings else None
+            for b, i in enumerate(loc):
+                k = int(sim.accepted[b].sum())
+                lo, hi = _wilson(k, T)
+                ys = sim.tokens[b]
+                counts = np.bincount(ys, minlength=p.shape[1]).astype(float)
+                pit = before[b, ys] + pu[b] * p[b, ys]
+                rows[name].append(
+                    {
+                        "position": start + int(i),
+                        "prompt_id": int(trace.prompt_ids[i]),
+                        "step": int(trace.steps[i]),
+                        "draft": task.draft,
+                        "temperature": float(task.temperature),
+                        "n": int(n),
+                        "sampling": sampling,
+                        "verifier": name,
+                        "lossless": bool(v.lossless),
+                        "bound": float(bounds[b]),
+                        "exact": float(cf(p[b], q[b], n, sampling)) if cf else float("nan"),
+                        "mc": k / T,
+                        "mc_low": lo,
+                        "mc_high": hi,
+                        "trials": int(T),
+                        "chi2_p": float(_pearson(counts, p[b])[0]),
+                        "pit_mean": float(pit.mean()),
+                        "shard": int(task.shard),
+                    }
+                )
+    return [r for name in names for r in rows[name]]
+
+
+def _bound_rows(task: _Task, trace) -> list[dict]:
+    """Rows of one bound task: alpha* for every (n, law), every position of the shard."""
+    start = int(trace.metadata["shard"]["start"])
+    cases = [(n, s) for n in task.ns for s in task.samplings]
+    rows: dict = {c: [] for c in cases}
+    N = trace.num_positions
+    for c0 in range(0, N, task.chunk):
+        loc_all = np.arange(c0, min(N, c0 + task.chunk))
+        p_all = process_logits(trace.target_logits[loc_all].astype(np.float64), task.temperature)
+        q_all = process_logits(trace.draft_logits(task.draft, loc_all), task.temperature)
+        support = np.count_nonzero(q_all, axis=1)
+        for n, sampling in cases:
+            ok = np.ones(loc_all.size, bool) if sampling == "iid" else support >= n
+            if not ok.any():
+                continue
+            values = np.atleast_1d(solve_bound(p_all[ok], q_all[ok], n, sampling).value)
+            for i, value in zip(loc_all[ok], values):
+                rows[(n, sampling)].append(
+                    {
+                        "position": start + int(i),
+                        "prompt_id": int(trace.prompt_ids[i]),
+                        "step": int(trace.steps[i]),
+                        "draft": task.draft,
+                        "temperature": float(task.temperature),
+                        "n": int(n),
+                        "sampling": sampling,
+                        "bound": float(value),
+                        "shard": int(task.shard),
+                    }
+                )
+    return [r for c in cases for r in rows[c]]
+
+
+def _compute_piece(task: _Task) -> list[dict]:
+    """Load the task's shard and compute its rows (the unit that is retried and cached)."""
+    trace = _load_shard(task.folder, task.shard, task.shard_sha256)
+    if task.kind == "bound":
+        return _bound_rows(task, trace)
+    return _replay_rows(task, trace)
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+def _columns(kind):
+    return BOUND_COLUMNS if kind == "bound" else SWEEP_COLUMNS
+
+
+def _payload_digest(columns, rows) -> str:
+    blob = json.dumps({"columns": list(columns), "rows": rows}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _read_piece(task: _Task, cache_dir) -> list[dict] | None:
+    """The cached rows of ``task``, or None if absent, unreadable or failing its checksum."""
+    path = task.cache_file(cache_dir)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        columns, rows = raw["columns"], raw["rows"]
+        ok = (
+            raw.get("key") == task.key()
+            and tuple(columns) == _columns(task.kind)
+            and raw.get("sha256") == _payload_digest(columns, rows)
+        )
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+    if not ok:
+        _log.warning("cached sweep piece %s fails its checksum; computing it again", path)
+        return None
+    return [dict(zip(columns, r)) for r in rows]
+
+
+def _write_piece(task: _Task, cache_dir, rows: list[dict]) -> None:
+    """Write ``rows`` to the task's cache file atomically (JSON with its SHA-256)."""
+    columns = _columns(task.kind)
+    data = [[r[c] for c in columns] for r in rows]
+    doc = {
+        "format": CACHE_VERSION,
+        "key": task.key(),
+        "task": {k: v for k, v in dataclasses.asdict(task).items() if k != "folder"},
+        "columns": list(columns),
+        "rows": data,
+        "sha256": _payload_digest(columns, data),
+    }
+    path = task.cache_file(cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _run_task(task: _Task, cache_dir, retries: int, numba_threads=None) -> list[dict]:
+    """Run one task on a worker: cached rows if present, else compute (retrying) and cache.
+
+    ``numba_threads``: threads of numba's parallel kernels in this task (numba's
+    setting is per calling thread); None leaves it as it is.
+    """
+    if cache_dir is not None:
+        cached = _read_piece(task, cache_dir)
+        if cached is not None:
+            return cached
+    old = None
+    if numba_threads is not None:
+        import numba
+
+        old = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        rows = _attempts(task, retries)
+    finally:
+        if old is not None:
+            numba.set_num_threads(old)
+    if cache_dir is not None:
+        _write_piece(task, cache_dir, rows)
+    return rows
+
+
+def _attempts(task: _Task, retries: int) -> list[dict]:
+    """``_compute_piece(task)``, run again up to ``retries`` times if it raises."""
+    for attempt in range(retries + 1):
+        try:
+            return _compute_piece(task)
+        except Exception as exc:
+            if attempt == retries:
+                raise
+            _log.warning(
+                "sweep task (shard %d, %s, T=%s, n=%s, %s) failed (%r); retry %d of %d",
+                task.shard, task.draft, task.temperature, task.ns, task.samplings,
+                exc, attempt + 1, retries,
+            )  # fmt: skip
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _dask():
+    try:
+        import dask
+    except ImportError:
+        raise MissingDependencyError(
+            "sweeps run on Dask: pip install 'spectheory[distributed]' (dask, distributed)"
+        ) from None
+    return dask
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise MissingDependencyError(
+            "a local cluster or a scheduler address needs distributed: "
+            "pip install 'spectheory[distributed]'"
+        ) from None
+    return distributed
+
+
+def _default_numba_threads(scheduler, local_workers):
+    """Numba threads per task: the machine's cores shared among the local workers."""
+    cores = os.cpu_count() or 1
+    if scheduler == "threads":
+        return 1
+    if scheduler == "local":
+        return max(1, cores // local_workers)
+    return None  # serial: numba's own setting; a cluster: its workers' environment
+
+
+def _run_on_dask(tasks, scheduler, cache_dir, retries, local_workers, numba_threads):
+    """Results of ``_run_task`` for each task, in order, on the chosen scheduler."""
+    dask = _dask()
+    if scheduler == "local":
+        n = check_positive_int(local_workers, "local_workers")
+    if numba_threads is None:
+        numba_threads = _default_numba_threads(scheduler, local_workers)
+    else:
+        numba_threads = check_positive_int(numba_threads, "numba_threads")
+    run = dask.delayed(_run_task, pure=False)
+    parts = [run(t, cache_dir, retries, numba_threads) for t in tasks]
+    if scheduler is None or scheduler in ("serial", "sync", "threads"):
+        try:
+            mode = "threads" if scheduler == "threads" else "sync"
+            return list(dask.compute(*parts, scheduler=mode))
+        finally:
+            _SHARD_MEMO.clear()  # in-process: hold no shard after the sweep
+    distributed = _distributed()
+    if isinstance(scheduler, distributed.Client):
+        return scheduler.gather(scheduler.compute(parts))
+    if scheduler == "local":
+        with local_cluster(n) as cluster, distributed.Client(cluster) as client:
+            return client.gather(client.compute(parts))
+    if isinstance(scheduler, str) and scheduler:
+        with distributed.Client(scheduler) as client:
+            return client.gather(client.compute(parts))
+    raise InvalidParameterError(
+        "scheduler must be None, 'serial', 'threads', 'local', a scheduler address "
+        f"('tcp://host:8786') or a distributed.Client; got {scheduler!r}"
+    )
+
+
+def local_cluster(workers: int = 2, **kwargs):
+    """A :class:`distributed.LocalCluster` set up for sweeps (what ``scheduler="local"`` uses).
+
+    ``workers`` processes of one thread each, the dashboard on a free port, and
+    glibc's default allocator behaviour in the workers: distributed sets
+    ``MALLOC_TRIM_THRESHOLD_=65536`` in its workers' environment, which turns off
+    glibc's adaptive mmap threshold, so that every float64 array of a chunk
+    (megabytes at a full vocabulary) is a fresh ``mmap`` with page faults on
+    first touch; that made the numpy work of a task 2.3 times slower in a
+    measurement at V = 49,152.  Use it as a context manager.
+
+    Parameters
+    ----------
+    workers : int
+    **kwargs
+        Passed on to :class:`distributed.LocalCluster` (overriding the above).
+
+    Returns
+    -------
+    distributed.LocalCluster
+    """
+    dask = _dask()
+    distributed = _distributed()
+    workers = check_positive_int(workers, "workers")
+    options = {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": ":0",
+        **kwargs,
+    }
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        return distributed.LocalCluster(**options)
+
+
+def _open(shards):
+    from ..lm.shards import ShardedTrace
+
+    if isinstance(shards, ShardedTrace):
+        return shards
+    if isinstance(shards, str | os.PathLike):
+        return ShardedTrace.open(shards)
+    raise InvalidParameterError(
+        f"shards must be a ShardedTrace or the path of its folder; got {type(shards).__name__}"
+    )
+
+
+def _check_drafts(sharded, grid):
+    drafts = grid.drafts or sharded.drafts
+    bad = [d for d in drafts if d not in sharded.drafts]
+    if bad:
+        raise InvalidParameterError(
+            f"grid drafts {bad} are not in the sharded trace; it has {list(sharded.drafts)}"
+        )
+    return drafts
+
+
+def _execute(sharded, tasks, scheduler, cache_dir, retries, local_workers, threads, progress, what):
+    """Rows of every task (a list per task, in task order): cached pieces, the rest on Dask."""
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise InvalidParameterError(f"retries must be an integer >= 0; got {retries!r}")
+    results: list = [None] * len(tasks)
+    todo = []
+    for k, t in enumerate(tasks):
+        cached = _read_piece(t, cache_dir) if cache_dir is not None else None
+        if cached is None:
+            todo.append(k)
+        else:
+            results[k] = cached
+    if progress:
+        print(
+            f"{what}: {len(tasks)} tasks over {len(sharded)} shards, "
+            f"{len(tasks) - len(todo)} cached, {len(todo)} to run on {scheduler or 'serial'}",
+            file=sys.stderr,
+        )
+    if todo:
+        # Shard-major order, so that a worker running tasks in order reuses its shard.
+        todo.sort(key=lambda k: (tasks[k].shard, k))
+        t0 = time.perf_counter()
+        out = _run_on_dask(
+            [tasks[k] for k in todo], scheduler, cache_dir, retries, local_workers, threads
+        )
+        for k, rows in zip(todo, out):
+            results[k] = rows
+        if progress:
+            print(f"{what}: {len(todo)} tasks in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return results
+
+
+def _assemble(results, group_size, rank):
+    """Rows of consecutive groups of tasks (one configuration over all shards), each group
+    sorted by ``(rank(row), position)``: an order that does not depend on the sharding."""
+    table = []
+    for g in range(0, len(results), group_size):
+        rows = [r for piece in results[g : g + group_size] for r in piece]
+        rows.sort(key=lambda r: (rank(r), r["position"]))
+        table.extend(rows)
+    return table
+
+
+def _check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError(f"seed must be an integer >= 0; got {seed!r}")
+    return int(seed)
+
+
+def sweep(
+    shards,
+    grid: SweepGrid | None = None,
+    *,
+    scheduler=None,
+    cache_dir=None,
+    seed: int = 0,
+    retries: int = 2,
+    chunk: int = 64,
+    local_workers: int = 2,
+    numba_threads: int | None = None,
+    progress: bool = False,
+) -> list[dict]:
+    """Replay every shard through every configuration of ``grid``; one tidy table.
+
+    Parameters
+    ----------
+    shards : ShardedTrace or str or path-like
+        A sharded trace (:mod:`spectheory.lm.shards`) or its folder.  Workers
+        open the folder by its path, so it must be visible to them.
+    grid : SweepGrid, optional
+        Default ``SweepGrid()``.
+    scheduler : None, str or distributed.Client
+        ``None``/``"serial"`` (in-process, synchronous), ``"threads"``,
+        ``"local"`` (a LocalCluster of ``local_workers`` processes), a
+        scheduler address, or a connected client (see the module docstring).
+    cache_dir : str or path-like, optional
+        Folder of finished pieces; a sweep with the same folder resumes.
+    seed : int
+        Base of every random stream (>= 0).
+    retries : int
+        Times a failing task is run again before the sweep fails.
+    chunk : int
+        Positions processed together in a task; its working set is about
+        ``10 x chunk x V`` float64 values (216 to 243 MB measured at
+        ``chunk = 64``, V = 49,152).  Does not change the result.
+    local_workers : int
+        Workers of the ``"local"`` cluster.
+    numba_threads : int, optional
+        Threads of numba's parallel kernels within each task.  Default: numba's
+        setting for the serial scheduler, 1 for ``"threads"``, the cores
+        divided among the workers for ``"local"``, and the workers' own
+        setting (``NUMBA_NUM_THREADS``) on a cluster.  Does not change the result.
+    progress : bool
+        Task counts and timing on stderr.
+
+    Returns
+    -------
+    list of dict
+        One dict per (position, configuration, verifier) with the keys
+        :data:`SWEEP_COLUMNS`, ordered by configuration (grid order: draft,
+        temperature, n, law), then verifier (grid order), then position.  Positions
+        whose draft has fewer than ``n`` tokens of positive probability are
+        left out for the laws that need them.
+
+    Raises
+    ------
+    InvalidParameterError
+        Bad grid, seed, retries, chunk or scheduler, or a grid draft that the
+        trace does not have.
+    TraceError
+        A shard or the manifest is corrupted (after the retries).
+    MissingDependencyError
+        dask (or, for a cluster, distributed) is not installed.
+    """
+    grid = grid or SweepGrid()
+    if not isinstance(grid, SweepGrid):
+        raise InvalidParameterError(f"grid must be a SweepGrid; got {type(grid).__name__}")
+    sharded = _open(shards)
+    seed = _check_seed(seed)
+    chunk = check_positive_int(chunk, "chunk")
+    drafts = _check_drafts(sharded, grid)
+    folder = str(Path(sharded.folder).resolve())
+    tasks = []
+    for draft in drafts:
+        for temp in grid.temperatures:
+            for n in grid.ns:
+                for sampling in grid.samplings:
+                    names = tuple(v for v in grid.verifiers if _applicable(v, n, sampling))
+                    if not names:
+                        continue
+                    for s in sharded.shards:
+                        tasks.append(
+                            _Task("replay", folder, s.index, s.sha256, draft, temp, (n,),
+                                  (sampling,), names, grid.trials, seed, chunk)
+                        )  # fmt: skip
+    results = _execute(
+        sharded, tasks, scheduler, cache_dir, retries, local_workers, numba_threads, progress,
+        "sweep",
+    )  # fmt: skip
+    rank = {v: k for k, v in enumerate(grid.verifiers)}
+    return _assemble(results, len(sharded), lambda r: rank[r["verifier"]])
+
+
+def sweep_bounds(
+    shards,
+    grid: SweepGrid | None = None,
+    *,
+    scheduler=None,
+    cache_dir=None,
+    retries: int = 2,
+    chunk: int = 64,
+    local_workers: int = 2,
+    numba_threads: int | None = None,
+    progress: bool = False,
+) -> list[dict]:
+    r"""The optimal acceptance :math:`\alpha^*` of every position for each grid point.
+
+    For every draft, temperature, ``n`` and draft law of ``grid`` (its
+    verifiers and trials are not used), every position's
+    :func:`spectheory.bound`, computed on the shards as by :func:`sweep`: one
+    task per (shard, draft, temperature), cached and retried the same way.
+    Deterministic (no randomness).
+
+    Parameters
+    ----------
+    shards, grid, scheduler, cache_dir, retries, local_workers, numba_threads, progress
+        As for :func:`sweep`.
+    chunk : int
+        Positions processed together in a task (working set as for :func:`sweep`).
+
+    Returns
+    -------
+    list of dict
+        Keys :data:`BOUND_COLUMNS`, ordered by draft, temperature, n, law,
+        position.
+    """
+    grid = grid or SweepGrid()
+    if not isinstance(grid, SweepGrid):
+        raise InvalidParameterError(f"grid must be a SweepGrid; got {type(grid).__name__}")
+    sharded = _open(shards)
+    chunk = check_positive_int(chunk, "chunk")
+    drafts = _check_drafts(sharded, grid)
+    folder = str(Path(sharded.folder).resolve())
+    tasks = [
+        _Task("bound", folder, s.index, s.sha256, draft, temp, grid.ns, grid.samplings, (), 0, 0,
+              chunk)
+        for draft in drafts
+        for temp in grid.temperatures
+        for s in sharded.shards
+    ]  # fmt: skip
+    results = _execute(
+        sharded, tasks, scheduler, cache_dir, retries, local_workers, numba_threads, progress,
+        "sweep_bounds",
+    )  # fmt: skip
+    rank = {(n, s): k for k, (n, s) in enumerate((n, s) for n in grid.ns for s in grid.samplings)}
+    return _assemble(results, len(sharded), lambda r: rank[(r["n"], r["sampling"])])
+
+
+def write_table(table, path, columns=SWEEP_COLUMNS) -> Path:
+    """Write a sweep table atomically as CSV.
+
+    Parameters
+    ----------
+    table : list of dict
+    path : str or path-like
+    columns : sequence of str
+        :data:`SWEEP_COLUMNS` (default) or :data:`BOUND_COLUMNS`.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(columns))
+            w.writeheader()
+            w.writerows(table)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _cmd_sweep(args):
+    from ..lm import cache_dir as default_cache
+
+    samplings = SAMPLINGS if "all" in args.samplings else tuple(args.samplings)
+    grid = SweepGrid(
+        drafts=tuple(args.drafts) or None,
+        temperatures=tuple(args.temperatures),
+        ns=tuple(args.n),
+        samplings=samplings,
+        verifiers=tuple(args.verifiers),
+        trials=args.trials,
+    )
+    cache = None if args.no_cache else (args.cache_dir or default_cache() / "sweeps")
+    scheduler = None if args.scheduler == "serial" else args.scheduler
+    t0 = time.perf_counter()
+    common = dict(
+        scheduler=scheduler,
+        cache_dir=cache,
+        retries=args.retries,
+        local_workers=args.workers,
+        progress=not args.quiet,
+    )
+    if args.bounds_only:
+        table = sweep_bounds(args.shards, grid, chunk=args.chunk, **common)
+        path = write_table(table, args.out, BOUND_COLUMNS)
+    else:
+        table = sweep(args.shards, grid, seed=args.seed, chunk=args.chunk, **common)
+        path = write_table(table, args.out, SWEEP_COLUMNS)
+    seconds = time.perf_counter() - t0
+    groups: dict = {}
+    for r in table:
+        key = (r["draft"], r["temperature"], r["n"], r["sampling"], r.get("verifier", "-"))
+        groups.setdefault(key, []).append(r)
+    print(f"{'draft':<9}{'T':>5}{'n':>3} {'law':<20}{'verifier':<9}{'bound':>7}{'mc':>7}")
+    for (d, t, n, law, v), rows in groups.items():
+        b = np.mean([r["bound"] for r in rows])
+        mc = f"{np.mean([r['mc'] for r in rows]):7.3f}" if "mc" in rows[0] else f"{'-':>7}"
+        print(f"{d:<9}{t:>5}{n:>3} {law:<20}{v:<9}{b:7.3f}{mc}")
+    print(f"{len(table)} rows in {seconds:.1f} s -> {path}")
+    return 0
+
+
+def add_sweep_parser(subparsers):
+    """Register the ``spectheory sweep`` subcommand on an argparse ``subparsers`` object.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        From ``ArgumentParser.add_subparsers``; the command's function is set
+        as ``func`` (called with the parsed arguments, returns the exit code).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``sweep`` parser.
+    """
+    s = subparsers.add_parser(
+        "sweep",
+        help="replay a sharded trace through a grid of configurations on Dask",
+        description=(
+            "Replays every shard of a sharded trace (spectheory trace shard) through every "
+            "(draft, temperature, n, draft law) with the chosen verifiers, on Dask (in-process, "
+            "a local cluster or a scheduler address), and writes one tidy CSV table. Finished "
+            "pieces are cached, so an interrupted sweep resumes."
+        ),
+    )
+    s.add_argument("--shards", required=True, help="folder of a sharded trace")
+    s.add_argument("--drafts", nargs="*", default=[], help="drafts to replay (default all)")
+    s.add_argument("--temperatures", type=float, nargs="+", default=[1.0], help="temperatures")
+    s.add_argument("--n", type=int, nargs="+", default=[1, 2, 4], help="numbers of drafts")
+    s.add_argument(
+        "--samplings", nargs="+", default=["all"], choices=(*SAMPLINGS, "all"), help="draft laws"
+    )
+    s.add_argument(
+        "--verifiers", nargs="+", default=list(REPLAY_VERIFIERS), choices=REPLAY_VERIFIERS
+    )
+    s.add_argument("--trials", type=int, default=200, help="Monte Carlo trials per row")
+    s.add_argument("--seed", type=int, default=0, help="base seed of every random stream")
+    s.add_argument(
+        "--scheduler",
+        default="serial",
+        help="'serial' (in-process), 'threads', 'local' (a local Dask cluster) or a "
+        "scheduler address such as tcp://host:8786",
+    )
+    s.add_argument("--workers", type=int, default=2, help="workers of --scheduler local")
+    s.add_argument(
+        "--cache-dir",
+        default="",
+        help="folder of finished pieces (default $SPECTHEORY_CACHE_DIR/sweeps); "
+        "must be visible to the workers",
+    )
+    s.add_argument("--no-cache", action="store_true", help="neither reuse nor store pieces")
+    s.add_argument("--retries", type=int, default=2, help="retries of a failing task")
+    s.add_argument("--chunk", type=int, default=64, help="positions processed together")
+    s.add_argument(
+        "--bounds-only", action="store_true", help="only the optimal acceptance (no simulation)"
+    )
+    s.add_argument("--out", default="sweep.csv", help="CSV output path")
+    s.add_argument("--quiet", action="store_true", help="no progress output")
+    s.set_defaults(func=_cmd_sweep)
+    return s

@@ -1,0 +1,336 @@
+"""Sweeps on Dask over sharded traces: one table, identical across schedulers and splits.
+
+Synthetic traces only (random logits at V = 300, 20 positions over 4 prompts;
+tests/test_shards.py builds them).  The distributed tests use a LocalCluster
+with ``processes=False`` (two worker threads in this process): it starts in
+well under a second instead of spawning interpreters that import numpy, numba
+and spectheory, and the monkeypatched task functions (counting, failing) reach
+its workers.  One test runs ``scheduler="local"``, the real multi-process
+cluster, so that the pickling of tasks to other processes is exercised too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import spectheory as stt
+from spectheory._errors import InvalidParameterError
+from spectheory.lm.shards import shard_trace
+from spectheory.sim import sweeps as sweep_module
+from spectheory.sim.replay import replay
+from spectheory.sim.sweeps import (
+    BOUND_COLUMNS,
+    SWEEP_COLUMNS,
+    SweepGrid,
+    add_sweep_parser,
+    sweep,
+    sweep_bounds,
+)
+
+from .test_shards import synthetic_trace
+
+V = 300
+# Both drafts (an early exit and a 2-gram), two temperatures, n = 1 and 3, every law and
+# every kernel verifier: 24 configurations.
+GRID = SweepGrid(temperatures=(0.7, 1.0), ns=(1, 3), trials=100)
+SEED = 7
+
+
+def canonical(table, drop_shard=True):
+    """The table as JSON text (exact float reprs, NaN included); without ``shard`` by default."""
+    return json.dumps([{k: v for k, v in r.items() if not (drop_shard and k == "shard")}
+                       for r in table])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return synthetic_trace(vocab=V)
+
+
+@pytest.fixture(scope="module")
+def splits(trace, tmp_path_factory):
+    """The same trace split three ways: 4 shards (one prompt each), 2 shards, 1 shard."""
+    root = tmp_path_factory.mktemp("splits")
+    out = {k: shard_trace(trace, root / str(k), limit)
+           for k, limit in ((4, 12_000), (2, 20_000), (1, 10**6))}  # fmt: skip
+    assert {k: len(s) for k, s in out.items()} == {4: 4, 2: 2, 1: 1}
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(splits):
+    return sweep(splits[4], GRID, seed=SEED)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def client(cluster):
+    with Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Count the executions of sweep tasks (``_compute_piece``); optionally make some fail."""
+
+    class Counter:
+        calls = 0
+        fail: ClassVar[set] = set()  # call numbers (1-based) that raise
+
+    real = sweep_module._compute_piece
+
+    def wrapped(task):
+        Counter.calls += 1
+        if Counter.calls in Counter.fail:
+            raise RuntimeError(f"worker lost at call {Counter.calls}")
+        return real(task)
+
+    monkeypatch.setattr(sweep_module, "_compute_piece", wrapped)
+    return Counter
+
+
+def num_tasks(grid, sharded):
+    from spectheory.sim.replay import _applicable
+
+    drafts = grid.drafts or sharded.drafts
+    configs = sum(
+        any(_applicable(v, n, s) for v in grid.verifiers) for n in grid.ns for s in grid.samplings
+    )
+    return len(drafts) * len(grid.temperatures) * configs * len(sharded)
+
+
+def test_table_matches_replay_and_the_closed_forms(trace, reference):
+    assert all(tuple(r) == SWEEP_COLUMNS for r in reference)
+    assert {r["shard"] for r in reference} == {0, 1, 2, 3}
+    table = replay(trace, temperatures=GRID.temperatures, ns=GRID.ns, trials=GRID.trials)
+    assert len(reference) == len(table)
+
+    def key(r):
+        return r["draft"], r["temperature"], r["n"], r["sampling"], r["verifier"], r["position"]
+
+    by_key = {key(r): r for r in table}
+    for r in reference:
+        other = by_key[key(r)]
+        assert (r["prompt_id"], r["step"], r["lossless"]) == (
+            other["prompt_id"],
+            other["step"],
+            other["lossless"],
+        )
+        # The same row-wise float64 computation on other batches of rows: equal to
+        # rounding (observed equal bit for bit).
+        assert r["bound"] == pytest.approx(other["bound"], abs=1e-12)
+        if not math.isnan(other["exact"]):
+            assert r["exact"] == pytest.approx(other["exact"], abs=1e-12)
+            if r["lossless"]:
+                assert r["exact"] <= r["bound"] + 1e-12
+    # Monte Carlo against the closed forms: pooled z-test per configuration and
+    # verifier, each at a false-alarm rate of 1e-6 (|z| > 4.89).
+    groups: dict = {}
+    for r in reference:
+        if not math.isnan(r["exact"]):
+            groups.setdefault(key(r)[:5], []).append(r)
+    assert len(groups) >= 40
+    for rows in groups.values():
+        k = sum(r["mc"] * r["trials"] for r in rows)
+        mean = sum(r["exact"] * r["trials"] for r in rows)
+        var = sum(r["exact"] * (1 - r["exact"]) * r["trials"] for r in rows)
+        if var > 0:
+            assert abs(k - mean) / math.sqrt(var) < 4.89
+        else:
+            assert k == pytest.approx(mean)
+    # PIT of the lossless verifiers' outputs: U(0, 1) per trial; pooled mean, |z| < 4.89.
+    pits = [r["pit_mean"] for r in reference if r["lossless"]]
+    z = (np.mean(pits) - 0.5) / math.sqrt(1 / (12 * GRID.trials * len(pits)))
+    assert abs(z) < 4.89
+
+
+def test_identical_across_splits_chunks_and_thread_pools(splits, reference):
+    expected = canonical(reference)
+    assert canonical(sweep(splits[1], GRID, seed=SEED)) == expected
+    assert canonical(sweep(splits[2], GRID, seed=SEED, chunk=3)) == expected
+    assert canonical(sweep(splits[4], GRID, seed=SEED, scheduler="threads")) == expected
+    # the shard column follows the split
+    assert [r["shard"] for r in sweep(splits[1], GRID, seed=SEED)] == [0] * len(reference)
+
+
+def test_identical_on_a_distributed_cluster(splits, reference, client, cluster):
+    expected = canonical(reference)
+    assert canonical(sweep(splits[4], GRID, seed=SEED, scheduler=client)) == expected
+    got = sweep(splits[2], GRID, seed=SEED, scheduler=cluster.scheduler_address)
+    assert canonical(got) == expected
+
+
+def test_identical_on_a_local_cluster_of_processes(splits, reference):
+    got = sweep(str(splits[2].folder), GRID, seed=SEED, scheduler="local")
+    assert canonical(got) == canonical(reference)
+
+
+def test_streams_depend_on_the_seed_and_the_configuration_not_the_grid(splits, reference):
+    other = sweep(splits[4], GRID, seed=SEED + 1)
+    assert [r["bound"] for r in other] == [r["bound"] for r in reference]
+    assert [r["mc"] for r in other] != [r["mc"] for r in reference]
+    # A smaller grid gives exactly the rows of the same configurations in the full one.
+    small = SweepGrid(drafts=("ngram:2",), temperatures=(1.0,), ns=(3,),
+                      samplings=("without_replacement",), verifiers=("kseq", "rrs_wor"),
+                      trials=100)  # fmt: skip
+    got = sweep(splits[1], small, seed=SEED)
+    subset = [r for r in reference
+              if (r["draft"], r["temperature"], r["n"], r["sampling"]) ==
+              ("ngram:2", 1.0, 3, "without_replacement")
+              and r["verifier"] in ("kseq", "rrs_wor")]  # fmt: skip
+    assert len(got) >= 10 and canonical(got) == canonical(subset)
+
+
+def test_resume_from_a_partial_cache_computes_only_the_missing_pieces(
+    splits, reference, tmp_path, counted
+):
+    n = num_tasks(GRID, splits[4])
+    first = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
+    assert counted.calls == n and canonical(first, False) == canonical(reference, False)
+    files = sorted(tmp_path.glob("replay-*.json"))
+    assert len(files) == n
+    for f in files[:3]:
+        f.unlink()
+    files[3].write_text(files[3].read_text()[:-20])  # truncated: recomputed
+    data = json.loads(files[4].read_text())
+    data["rows"][0][9] = 0.5  # a bound changed: fails the checksum, recomputed
+    files[4].write_text(json.dumps(data))
+    counted.calls = 0
+    again = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
+    assert counted.calls == 5
+    assert canonical(again, False) == canonical(reference, False)
+    counted.calls = 0
+    assert canonical(sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path), False) == canonical(
+        reference, False
+    )
+    assert counted.calls == 0
+    # another seed is another piece
+    sweep(splits[4], SweepGrid(ns=(1,), samplings=("iid",), verifiers=("sd",), trials=100),
+          seed=SEED + 1, cache_dir=tmp_path)  # fmt: skip
+    assert counted.calls == 2 * 4  # two drafts x one temperature x four shards
+    assert len(list(tmp_path.glob("replay-*.json"))) == n + 8
+
+
+def test_an_interrupted_sweep_loses_nothing(splits, reference, tmp_path, counted):
+    n = num_tasks(GRID, splits[4])
+    counted.fail = {10}
+    with pytest.raises(RuntimeError, match="worker lost at call 10"):
+        sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path, retries=0)
+    assert len(list(tmp_path.glob("replay-*.json"))) == 9  # the finished pieces
+    counted.calls, counted.fail = 0, set()
+    got = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
+    assert counted.calls == n - 9
+    assert canonical(got, False) == canonical(reference, False)
+
+
+def test_a_failing_task_is_retried(splits, reference, counted):
+    n = num_tasks(GRID, splits[4])
+    counted.fail = {3, 20, 21}  # the 3rd task fails once, the 19th twice
+    got = sweep(splits[4], GRID, seed=SEED, retries=2)
+    assert counted.calls == n + 3
+    assert canonical(got, False) == canonical(reference, False)
+    counted.calls, counted.fail = 0, {5, 6, 7}  # three failures exhaust two retries
+    with pytest.raises(RuntimeError, match="worker lost at call 7"):
+        sweep(splits[4], GRID, seed=SEED, retries=2)
+
+
+def test_a_failing_task_is_retried_on_a_cluster(splits, reference, client, counted):
+    n = num_tasks(GRID, splits[4])
+    counted.fail = {1}
+    got = sweep(splits[4], GRID, seed=SEED, scheduler=client, retries=1)
+    assert counted.calls == n + 1
+    assert canonical(got, False) == canonical(reference, False)
+
+
+def test_sweep_bounds(trace, splits):
+    grid = SweepGrid(temperatures=(0.0, 1.0), ns=(1, 2, 4))
+    table = sweep_bounds(splits[4], grid)
+    assert all(tuple(r) == BOUND_COLUMNS for r in table)
+    assert canonical(sweep_bounds(splits[1], grid, chunk=5)) == canonical(table)
+    for r in table:
+        p = stt.process_logits(trace.target_logits[r["position"]].astype(np.float64),
+                               r["temperature"])  # fmt: skip
+        q = stt.process_logits(trace.draft_logits(r["draft"], [r["position"]])[0],
+                               r["temperature"])  # fmt: skip
+        assert r["bound"] == pytest.approx(stt.bound(p, q, r["n"], r["sampling"]), abs=1e-12)
+    # temperature 0: one-hot drafts have one token, too few for n >= 2 without replacement
+    cold = {(r["n"], r["sampling"]) for r in table if r["temperature"] == 0.0}
+    assert (2, "without_replacement") not in cold and (4, "greedy") not in cold
+    assert (4, "iid") in cold and (1, "greedy") in cold
+    per = {(d, t, n, s): 0 for d in ("exit:2", "ngram:2") for t in (0.0, 1.0)
+           for n in (1, 2, 4) for s in stt.SAMPLINGS}  # fmt: skip
+    for r in table:
+        per[(r["draft"], r["temperature"], r["n"], r["sampling"])] += 1
+    assert per[("exit:2", 1.0, 4, "greedy")] == 20 and per[("exit:2", 0.0, 4, "iid")] == 20
+
+
+def test_bad_input(splits, tmp_path):
+    s = splits[4]
+    with pytest.raises(InvalidParameterError, match=r"grid drafts \['exit:3'\]"):
+        sweep(s, SweepGrid(drafts=("exit:3",)))
+    with pytest.raises(InvalidParameterError, match="scheduler must be"):
+        sweep(s, GRID, scheduler=3)
+    with pytest.raises(InvalidParameterError, match="seed must be an integer >= 0; got -1"):
+        sweep(s, GRID, seed=-1)
+    with pytest.raises(InvalidParameterError, match="retries must be an integer >= 0; got -1"):
+        sweep(s, GRID, retries=-1)
+    with pytest.raises(InvalidParameterError, match="chunk must be >= 1; got 0"):
+        sweep(s, GRID, chunk=0)
+    with pytest.raises(InvalidParameterError, match="shards must be a ShardedTrace"):
+        sweep(3, GRID)
+    with pytest.raises(stt.TraceError, match=r"manifest\.json"):
+        sweep(tmp_path, GRID)
+    with pytest.raises(InvalidParameterError, match=r"verifiers must be among .*\['khisti'\]"):
+        SweepGrid(verifiers=("khisti",))
+    with pytest.raises(InvalidParameterError, match=r"samplings must be among .*\['foo'\]"):
+        SweepGrid(samplings=("foo",))
+    with pytest.raises(InvalidParameterError, match="temperatures must be finite and >= 0"):
+        SweepGrid(temperatures=(-1.0,))
+    with pytest.raises(InvalidParameterError, match="ns must be >= 1; got 0"):
+        SweepGrid(ns=(0,))
+    with pytest.raises(InvalidParameterError, match="trials must be a positive integer"):
+        SweepGrid(trials=2.5)
+    with pytest.raises(InvalidParameterError, match="temperatures must not be empty"):
+        SweepGrid(temperatures=())
+    assert SweepGrid(ns=(2, 2, 1)).ns == (2, 1)
+
+
+def test_command_line(splits, tmp_path, capsys):
+    ap = argparse.ArgumentParser()
+    add_sweep_parser(ap.add_subparsers(dest="command", required=True))
+    common = ["sweep", "--shards", str(splits[2].folder), "--cache-dir", str(tmp_path / "c"),
+              "--temperatures", "1.0", "--n", "2", "--samplings", "iid", "greedy",
+              "--verifiers", "rrs", "spechub", "--trials", "50", "--seed", "3",
+              "--quiet"]  # fmt: skip
+    args = ap.parse_args([*common, "--out", str(tmp_path / "t.csv")])
+    assert args.func(args) == 0
+    assert "rows in" in capsys.readouterr().out
+    with open(tmp_path / "t.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    grid = SweepGrid(temperatures=(1.0,), ns=(2,), samplings=("iid", "greedy"),
+                     verifiers=("rrs", "spechub"), trials=50)  # fmt: skip
+    table = sweep(splits[2], grid, seed=3)
+    assert tuple(rows[0]) == SWEEP_COLUMNS and len(rows) == len(table)
+    assert [float(r["mc"]) for r in rows] == [r["mc"] for r in table]
+    assert [int(r["shard"]) for r in rows] == [r["shard"] for r in table]
+    args = ap.parse_args([*common, "--bounds-only", "--out", str(tmp_path / "b.csv")])
+    assert args.func(args) == 0
+    with open(tmp_path / "b.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == BOUND_COLUMNS
+    assert [float(r["bound"]) for r in rows] == [r["bound"] for r in sweep_bounds(splits[2], grid)]
