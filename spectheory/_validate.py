@@ -30,7 +30,6 @@ __all__ = [
     "as_distribution_pair",
     "check_choice",
     "check_positive_int",
-    "is_exact",
 ]
 
 #: Largest accepted ``|sum(row) - 1|`` by the input's floating-point type.  A
@@ -53,17 +52,6 @@ def _to_numpy(x, name):
     except (TypeError, ValueError) as exc:  # ragged lists
         raise InvalidDistributionError(f"{name} cannot be read as an array: {exc}") from None
     return arr, dtype_name or arr.dtype.name
-
-
-def is_exact(x) -> bool:
-    """True if ``x`` is an object array (or list) holding Fractions or ints only."""
-    arr = np.asarray(x, dtype=object) if not isinstance(x, np.ndarray) else x
-    if arr.dtype != object:
-        return False
-    flat = arr.ravel()
-    return flat.size > 0 and all(
-        isinstance(v, (Fraction, int)) and not isinstance(v, bool) for v in flat
-    )
 
 
 def _row_label(batched: bool, row: int) -> str:
