@@ -57,13 +57,12 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
 
@@ -349,14 +348,8 @@ def save_head(head, metadata: dict | None = None, path=None) -> Path:
         if ptr not in seen:  # shared ResBlock: keep the first name only
             seen[ptr] = k
             state[k] = v.contiguous().clone()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
+    with _files.atomic_path(path) as tmp:
         save_file(state, tmp, metadata={"spectheory_head": blob})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

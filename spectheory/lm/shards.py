@@ -59,15 +59,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
 from . import trace as _trace
@@ -106,15 +105,8 @@ def file_sha256(path) -> str:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with _files.atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
 
 
 @dataclass(frozen=True)

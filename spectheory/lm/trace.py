@@ -23,13 +23,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
 from .drafts import ngram_distribution, parse_draft
@@ -182,17 +182,9 @@ class Trace:
             tensors[f"exit_logits/{name}"] = np.ascontiguousarray(arr)
         meta = dict(self.metadata)
         meta["checksums"] = {k: _sha256(v) for k, v in tensors.items()}
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        os.close(fd)
-        try:
+        with _files.atomic_path(path) as tmp:
             save_file(tensors, tmp, metadata={"spectheory": json.dumps(meta, sort_keys=True)})
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return path
+        return Path(path)
 
 
 def _sha256(arr: np.ndarray) -> str:

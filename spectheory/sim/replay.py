@@ -23,15 +23,13 @@ replayed at full vocabulary.
 
 from __future__ import annotations
 
-import csv
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .. import _files
 from .._errors import InvalidParameterError
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
@@ -186,16 +184,4 @@ def replay(
 
 def write_csv(table, path) -> Path:
     """Write the tidy table atomically as CSV (columns :data:`COLUMNS`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=COLUMNS)
-            w.writeheader()
-            w.writerows(table)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return _files.write_csv(table, path, COLUMNS)

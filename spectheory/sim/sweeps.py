@@ -78,7 +78,6 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hashlib
 import json
@@ -86,13 +85,13 @@ import logging
 import math
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import _files
 from .._errors import InvalidParameterError, MissingDependencyError
 from .._validate import check_positive_int
 from ..distributions import process_logits
@@ -430,16 +429,11 @@ def _write_piece(task: _Task, cache_dir, rows: list[dict]) -> None:
         "rows": data,
         "sha256": _payload_digest(columns, data),
     }
-    path = task.cache_file(cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with (
+        _files.atomic_path(task.cache_file(cache_dir)) as tmp,
+        open(tmp, "w", encoding="utf-8") as f,
+    ):
+        json.dump(doc, f)
 
 
 def _run_task(task: _Task, cache_dir, retries: int, numba_threads=None) -> list[dict]:
@@ -815,19 +809,7 @@ def write_table(table, path, columns=SWEEP_COLUMNS) -> Path:
     columns : sequence of str
         :data:`SWEEP_COLUMNS` (default) or :data:`BOUND_COLUMNS`.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(columns))
-            w.writeheader()
-            w.writerows(table)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return _files.write_csv(table, path, columns)
 
 
 # --------------------------------------------------------------------------- command line
