@@ -12,7 +12,9 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "write_csv"]
+from ._errors import TraceError
+
+__all__ = ["atomic_path", "read_safetensors", "write_csv"]
 
 
 @contextmanager
@@ -48,3 +50,21 @@ def write_csv(table, path, columns) -> Path:
         w.writeheader()
         w.writerows(table)
     return Path(path)
+
+
+def read_safetensors(path, what: str, framework: str = "numpy"):
+    """Read a whole safetensors file: ``(header metadata dict, tensors dict)``.
+
+    Raises :class:`~spectheory.TraceError` naming ``what`` (``"trace file"``,
+    ``"head file"``) when the file is missing, truncated or not safetensors.
+    """
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise TraceError(f"{what} {str(path)!r} does not exist")
+    try:
+        with safe_open(str(path), framework=framework) as f:
+            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise TraceError(f"{what} {str(path)!r} is truncated or not safetensors: {exc}") from None

@@ -361,19 +361,8 @@ def load_head(path):
     TraceError
         Missing, truncated or foreign file.
     """
-    from safetensors import SafetensorError, safe_open
-
     path = Path(path)
-    if not path.is_file():
-        raise TraceError(f"head file {str(path)!r} does not exist")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            header = f.metadata() or {}
-            state = {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise TraceError(
-            f"head file {str(path)!r} is truncated or not safetensors: {exc}"
-        ) from None
+    header, state = _files.read_safetensors(path, "head file", "pt")
     if "spectheory_head" not in header:
         raise TraceError(f"{str(path)!r} is not a spectheory acceptance head")
     meta = json.loads(header["spectheory_head"])

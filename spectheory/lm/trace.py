@@ -199,19 +199,8 @@ def load_trace(path) -> Trace:
     TraceError
         Missing, truncated or corrupted file, or not a spectheory trace.
     """
-    from safetensors import SafetensorError, safe_open
-
     path = Path(path)
-    if not path.is_file():
-        raise TraceError(f"trace file {str(path)!r} does not exist")
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            header = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, ValueError) as exc:
-        raise TraceError(
-            f"trace file {str(path)!r} is truncated or not safetensors: {exc}"
-        ) from None
+    header, tensors = _files.read_safetensors(path, "trace file", "numpy")
     if "spectheory" not in header:
         raise TraceError(f"{str(path)!r} is a safetensors file but not a spectheory trace")
     meta = json.loads(header["spectheory"])
