@@ -29,6 +29,7 @@ from ._core import (
     section_setup,
 )
 from ._html import Page
+from ._papers import section_papers
 
 __all__ = ["SECTIONS", "ReportResult", "add_report_parser", "build_report", "informative_rows"]
 
@@ -37,6 +38,7 @@ SECTIONS = {
     "setup": section_setup,
     "verifiers": section_bounds_and_verifiers,
     "lossless": section_lossless,
+    "papers": section_papers,
 }
 
 

@@ -1,0 +1,61 @@
+"""The report's section on the papers: every reproduction of :mod:`spectheory.papers`."""
+
+from __future__ import annotations
+
+from ._core import ReportContext
+
+__all__ = ["section_papers"]
+
+_CHECK_COLUMNS = ["name", "reference", "ours", "criterion", "source", "required", "passed"]
+
+
+def section_papers(ctx: ReportContext, page) -> None:
+    """Run every registered reproduction on the report's trace; embed figures and checks.
+
+    Each paper writes its CSV tables and PNG figures into ``papers/NAME/`` of the
+    report folder (the same files as ``spectheory reproduce NAME``).
+    """
+    from ..papers import PAPERS
+    from ..papers._common import get_model
+
+    page.section("The papers, reproduced", "papers")
+    page.paragraph(
+        "Each reproduction compares published numbers or claims (THEORY.md section 9) with ours. "
+        "Required checks decide the verdict; checks marked `required = no` are reported only: "
+        "unconfirmed second-hand claims, or numbers measured on other models and hardware. "
+        "Files: `papers/NAME/` beside this report; the same as `spectheory reproduce NAME`."
+    )
+    summary = {}
+    for name, paper in PAPERS.items():
+        if paper.needs_model and ctx.loaded is None:
+            ctx.loaded = get_model()
+        ctx.say(f"reproducing {name}")
+        res = paper.reproduce(
+            ctx.out_dir / "papers" / name,
+            quick=ctx.quick,
+            trace=ctx.trace,
+            loaded=ctx.loaded,
+            progress=ctx.progress,
+        )
+        page.subheading(f"{name}: {paper.title} (arXiv {paper.arxiv})")
+        page.paragraph(f"Regenerates {paper.regenerates}. {res.seconds:.0f} s.")
+        for f in res.files:
+            if f.suffix == ".png":
+                page.figure(f, f"{name}: {f.stem}")
+        rows = [c.row() for c in res.checks]
+        for r in rows:
+            # A reported-only comparison shows PASS/FAIL as well, but cannot fail the report.
+            r["as expected"] = r["passed"] or not r["required"]
+        page.table(rows, [*_CHECK_COLUMNS, "as expected"], status_column="as expected")
+        for note in res.notes:
+            page.paragraph(f"Note: {note}")
+        summary[name] = {
+            "ok": res.ok,
+            "checks": len(res.checks),
+            "failed": [c.name for c in res.failed],
+            "seconds": res.seconds,
+        }
+    ctx.summary["papers"] = {
+        "all_as_expected": all(s["ok"] for s in summary.values()),
+        **summary,
+    }
