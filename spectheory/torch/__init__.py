@@ -1,0 +1,35 @@
+r"""The torch backend: batched verifiers and fused Triton kernels, on CPU and CUDA tensors.
+
+:func:`verify`
+    Every registered verifier with a batched form (:data:`TORCH_VERIFIERS`)
+    on (B, V) target and draft rows and (B, n) drafts, with the registry's
+    names and semantics and the coins protocol's uniforms
+    (:func:`verifier_uniforms` per row), so that it returns the reference's
+    tokens for the same uniforms.
+:func:`chain_speculative_sampling`
+    One round of chain speculative sampling per row, with the semantics of
+    FlashInfer's kernel of that name: plain torch, or one fused Triton kernel.
+:func:`recursive_rejection_sampling`
+    Multi-draft RRS, i.i.d. or without replacement: plain torch, or one fused
+    Triton kernel (one row per program).
+
+Triton kernels run on CUDA tensors, or on the CPU under Triton's interpreter
+(``TRITON_INTERPRET=1`` set before triton is imported; slow, for tests).
+This package needs torch (``pip install 'spectheory[torch]'``); triton is
+needed only for ``backend="triton"``.
+"""
+
+from .chain import ChainSamplingResult, chain_speculative_sampling
+from .multidraft import recursive_rejection_sampling
+from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_uniforms, verify
+
+__all__ = [
+    "TORCH_VERIFIERS",
+    "ChainSamplingResult",
+    "TorchVerification",
+    "chain_speculative_sampling",
+    "kseq_rho",
+    "recursive_rejection_sampling",
+    "verifier_uniforms",
+    "verify",
+]
