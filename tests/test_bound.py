@@ -235,3 +235,12 @@ def test_float_methods_refuse_exact_input_and_method_name():
         stt.bound(p, p, 1)
     with pytest.raises(stt.InvalidParameterError, match="method must be one of"):
         stt.solve_bound([0.5, 0.5], [0.5, 0.5], 1, "iid", "simplex")
+
+
+def test_greedy_when_the_rest_of_the_draft_rounds_to_zero():
+    # 1 - q(T) is 0.0 in float64 here although the two other tokens have positive mass;
+    # the random draft is then uniform over them and alpha* = 0.2 + 0.3 + 0.5 = 1.
+    q = np.array([1.0 - 1e-18, 5e-19, 5e-19])
+    p = np.array([0.2, 0.3, 0.5])
+    assert 1.0 - q[0] == 0.0
+    assert stt.bound(p, q, 2, "greedy") == pytest.approx(1.0, abs=1e-15)

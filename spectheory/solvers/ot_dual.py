@@ -178,8 +178,10 @@ def greedy_value(p, q, n):
         top = np.argmax(work, axis=1)  # first maximum: lowest id on ties
         inT[rows, top] = True
         work[rows, top] = -1.0
-    qT = np.where(inT, q, 0.0).sum(axis=1)
-    qt = np.where(inT, 0.0, q) / (1.0 - qT)[:, None]
+    # Normalise the rest by its own sum, not 1 - q(T): at low temperature 1 - q(T)
+    # rounds to 0 while the rest still has (tiny) positive mass.
+    rest = np.where(inT, 0.0, q)
+    qt = rest / rest.sum(axis=1)[:, None]
     pT = np.where(inT, p, 0.0).sum(axis=1)
     value = pT + np.where(inT, 0.0, np.minimum(p, qt)).sum(axis=1)
     cert = inT | (~inT & (p < qt))
