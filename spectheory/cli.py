@@ -387,6 +387,10 @@ def _parser():
     from .sim.sweeps import add_sweep_parser
 
     add_sweep_parser(sub)
+
+    from ._cli_papers import add_reproduce_parser
+
+    add_reproduce_parser(sub)
     return ap
 
 

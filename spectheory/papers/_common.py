@@ -1,0 +1,312 @@
+"""Shared machinery of the reproductions: results, checks, files, the trace and the model.
+
+A reproduction writes its tables as CSV and its figures as PNG into one
+folder and returns a :class:`PaperResult`: the tables, the files and a list
+of :class:`Check` records, each comparing a published number or claim (or a
+test vector of THEORY.md) with ours under a stated tolerance or direction.
+
+Figures are drawn on :class:`matplotlib.figure.Figure` objects and saved
+through the Agg canvas, without ``pyplot``: no global backend switch, no
+open windows, nothing left in the caller's matplotlib state.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import _files
+from .._errors import InvalidParameterError, MissingDependencyError
+
+__all__ = [
+    "CHECK_COLUMNS",
+    "QUICK_PROMPTS",
+    "Check",
+    "Paper",
+    "PaperResult",
+    "Run",
+    "close_to",
+    "cost_ratio",
+    "get_model",
+    "get_trace",
+]
+
+#: Columns of ``checks.csv``.
+CHECK_COLUMNS = (
+    "name", "source", "reference", "ours", "criterion", "passed", "required",
+)  # fmt: skip
+
+#: Prompts of the quick trace: one of each category of :data:`spectheory.lm.PROMPTS`
+#: (chat, code, math, summarisation, translation, reasoning).
+QUICK_PROMPTS = (0, 6, 12, 18, 24, 30)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison with a published number or claim.
+
+    Attributes
+    ----------
+    name : str
+        What is compared.
+    source : str
+        Where the reference comes from, with its provenance tag
+        (``[paper]``, ``[derived]``, ``[unconfirmed]``, as in THEORY.md).
+    reference : str
+        The published number or claim.
+    ours : str
+        Our number.
+    criterion : str
+        The tolerance or the direction that decides ``passed``.
+    passed : bool
+    required : bool
+        False for comparisons that are reported but cannot fail the
+        reproduction: unconfirmed second-hand claims, and published numbers
+        measured in a setting that ours does not share (other models,
+        hardware).  The exit code and the tests look at required checks only.
+    """
+
+    name: str
+    source: str
+    reference: str
+    ours: str
+    criterion: str
+    passed: bool
+    required: bool = True
+
+    def row(self) -> dict:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "reference": self.reference,
+            "ours": self.ours,
+            "criterion": self.criterion,
+            "passed": self.passed,
+            "required": self.required,
+        }
+
+
+@dataclass
+class PaperResult:
+    """What a reproduction returns.
+
+    Attributes
+    ----------
+    paper : str
+        Registry name.
+    out_dir : pathlib.Path
+    tables : dict {str: list of dict}
+        Every table written, by name (``out_dir / (name + ".csv")``).
+    checks : list of Check
+    files : list of pathlib.Path
+        Every file written (CSV, PNG), in order.
+    quick : bool
+    seconds : float
+        Wall-clock time of the reproduction.
+    notes : list of str
+        Where the setting differs from the paper's, and what was left out.
+    """
+
+    paper: str
+    out_dir: Path
+    tables: dict
+    checks: list
+    files: list
+    quick: bool
+    seconds: float = 0.0
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True iff every required check passed."""
+        return all(c.passed for c in self.checks if c.required)
+
+    @property
+    def failed(self) -> list:
+        """The required checks that failed."""
+        return [c for c in self.checks if c.required and not c.passed]
+
+    def summary(self) -> str:
+        """A plain-text report of the checks, one line each."""
+        lines = [
+            f"{self.paper}: {len(self.checks)} checks, "
+            f"{sum(c.required for c in self.checks)} required, {len(self.failed)} failed "
+            f"({'quick' if self.quick else 'full'} run, {self.seconds:.1f} s) -> {self.out_dir}"
+        ]
+        for c in self.checks:
+            if c.required:
+                mark = "PASS" if c.passed else "FAIL"
+            else:
+                mark = "info" if c.passed else "diff"
+            lines.append(
+                f"  [{mark}] {c.name}: ours {c.ours} vs {c.reference} ({c.criterion}; {c.source})"
+            )
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A registered reproduction.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (``spectheory reproduce NAME``).
+    title : str
+        Authors and title.
+    arxiv : str
+        arXiv id(s).
+    reproduce : callable
+        ``reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True)
+        -> PaperResult``.
+    regenerates : str
+        What the reproduction writes.
+    needs_model : bool
+        Whether it runs the real model (not only its recorded trace).
+    """
+
+    name: str
+    title: str
+    arxiv: str
+    reproduce: Callable
+    regenerates: str
+    needs_model: bool
+
+
+def close_to(ours, reference, tol) -> bool:
+    """``|ours - reference| <= tol`` for finite numbers (False for NaN)."""
+    return bool(abs(float(ours) - float(reference)) <= tol)
+
+
+class Run:
+    """Collects the tables, figures and checks of one reproduction.
+
+    Parameters
+    ----------
+    paper : str
+    out_dir : path-like
+        Created if missing.
+    quick : bool
+    progress : bool
+        Print stage messages on stderr.
+    """
+
+    def __init__(self, paper, out_dir, quick, progress):
+        self.paper = paper
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.quick = bool(quick)
+        self.progress = bool(progress)
+        self.tables: dict = {}
+        self.checks: list = []
+        self.files: list = []
+        self.notes: list = []
+        self._t0 = time.perf_counter()
+
+    def log(self, message: str) -> None:
+        if self.progress:
+            elapsed = time.perf_counter() - self._t0
+            print(f"[{self.paper} {elapsed:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    def table(self, name: str, rows: list, columns=None) -> list:
+        """Store a table and write it atomically as ``name.csv``."""
+        if not rows:
+            raise InvalidParameterError(f"table {name!r} of {self.paper} is empty")
+        columns = list(columns or rows[0].keys())
+        self.tables[name] = rows
+        self.files.append(_files.write_csv(rows, self.out_dir / f"{name}.csv", columns))
+        return rows
+
+    @contextmanager
+    def figure(self, name: str, ncols: int = 1, nrows: int = 1, size=(6.4, 4.2)):
+        """Yield ``(fig, axes)``; on exit save ``name.png`` atomically (Agg canvas)."""
+        try:
+            from matplotlib.figure import Figure
+        except ImportError:  # pragma: no cover - matplotlib is a declared extra
+            raise MissingDependencyError(
+                "the reproductions draw figures with matplotlib: pip install matplotlib"
+            ) from None
+        fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
+        axes = fig.subplots(nrows, ncols, squeeze=False)
+        yield fig, axes.ravel() if axes.size > 1 else axes[0, 0]
+        path = self.out_dir / f"{name}.png"
+        with _files.atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=110)
+        self.files.append(path)
+
+    def check(self, name, source, reference, ours, criterion, passed, required=True):
+        """Record a :class:`Check` and return it."""
+        c = Check(name, source, str(reference), str(ours), criterion, bool(passed), required)
+        self.checks.append(c)
+        return c
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def result(self) -> PaperResult:
+        """Write ``checks.csv`` and return the :class:`PaperResult`."""
+        rows = [c.row() for c in self.checks]
+        self.tables["checks"] = rows
+        self.files.append(_files.write_csv(rows, self.out_dir / "checks.csv", CHECK_COLUMNS))
+        return PaperResult(
+            paper=self.paper,
+            out_dir=self.out_dir,
+            tables=self.tables,
+            checks=self.checks,
+            files=self.files,
+            quick=self.quick,
+            seconds=time.perf_counter() - self._t0,
+            notes=self.notes,
+        )
+
+
+def get_trace(trace, quick: bool, loaded=None, progress: bool = True):
+    """The trace to analyse: ``trace`` itself, a trace file, or the default one.
+
+    ``None`` records (or reuses from the cache) the default trace
+    (:class:`spectheory.lm.TraceSettings`: 38 prompts, 24 tokens at T = 1),
+    or in quick mode a small one (:data:`QUICK_PROMPTS`, 8 tokens).
+    """
+    from ..lm import Trace, TraceSettings, load_trace, record_trace
+
+    if isinstance(trace, Trace):
+        return trace
+    if trace is not None:
+        return load_trace(trace)
+    settings = TraceSettings(prompts=QUICK_PROMPTS, max_new_tokens=8) if quick else TraceSettings()
+    return record_trace(settings, loaded=loaded, progress=progress)
+
+
+_COST_RATIOS: dict = {}
+
+
+def cost_ratio(loaded, layer: int, quick: bool):
+    """The measured CPU cost ratio of the early exit after ``layer`` layers, once per process.
+
+    :func:`spectheory.lm.measure_cost_ratio` with 30 timed steps after 5 warm-up
+    steps (quick: 3 after 1).  Reproductions run in one process (``reproduce
+    all``) share the measurement, so they use the same ``c``.
+    """
+    from ..lm import measure_cost_ratio
+
+    key = (id(loaded), int(layer), bool(quick))
+    hit = _COST_RATIOS.get(key)
+    if hit is None or hit[0] is not loaded:
+        repeats, warmup = (3, 1) if quick else (30, 5)
+        hit = (loaded, measure_cost_ratio(loaded, layer, repeats=repeats, warmup=warmup))
+        _COST_RATIOS[key] = hit
+    return hit[1]
+
+
+def get_model(loaded=None):
+    """``loaded`` itself, or the embedded SmolLM2-135M-Instruct (about 25 s to load)."""
+    if loaded is not None:
+        return loaded
+    from ..lm import load_model
+
+    return load_model()

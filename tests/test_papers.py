@@ -1,0 +1,213 @@
+"""The papers' reproductions: quick runs on a small real trace, and checks that can fail.
+
+Every registered paper runs in quick mode on a 3-prompt x 5-token trace of the
+real model (the session's ``smol`` fixture), writes its files, and passes every
+required check against published numbers.  Then each kind of check is shown
+to be real: a deliberately wrong reference value makes it fail.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from spectheory import InvalidParameterError
+from spectheory._cli_papers import EXIT_CHECK_FAILED
+from spectheory._cli_papers import main as reproduce_cli
+from spectheory.papers import PAPERS, get_paper, hu2025, leviathan, scaling, specdecpp, spectr
+from spectheory.papers._common import Check, PaperResult, Run
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_trace(smol):
+    from spectheory.lm import TraceSettings, record_trace
+
+    settings = TraceSettings(prompts=(0, 12, 24), max_new_tokens=5)
+    return record_trace(settings, loaded=smol, cache=False, progress=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_trace_file(tiny_trace, tmp_path_factory):
+    return tiny_trace.save(tmp_path_factory.mktemp("trace") / "tiny.safetensors")
+
+
+def _checks(fn, tmp_path, *args):
+    run = Run("test", tmp_path, True, False)
+    fn(run, *args)
+    return {c.name: c for c in run.checks}
+
+
+# --------------------------------------------------------------------------- quick runs
+
+
+@pytest.mark.parametrize("name", sorted(PAPERS))
+def test_quick_reproduction_writes_files_and_passes(name, smol, tiny_trace, tmp_path):
+    paper = PAPERS[name]
+    res = paper.reproduce(tmp_path, quick=True, trace=tiny_trace, loaded=smol, progress=False)
+    assert isinstance(res, PaperResult) and res.paper == name and res.quick
+    failed = [f"{c.name}: ours {c.ours} vs {c.reference}" for c in res.failed]
+    assert not failed, failed
+    assert res.ok
+    assert sum(c.required for c in res.checks) >= 3
+    names = {f.name for f in res.files}
+    assert "checks.csv" in names
+    assert any(n.endswith(".png") for n in names)
+    assert len([n for n in names if n.endswith(".csv")]) >= 3
+    for f in res.files:
+        assert f.parent == tmp_path and f.is_file()
+        if f.suffix == ".png":
+            assert f.read_bytes()[:8] == PNG_MAGIC
+    for table, rows in res.tables.items():
+        with open(tmp_path / f"{table}.csv", newline="") as fh:
+            assert sum(1 for _ in csv.DictReader(fh)) == len(rows)
+    assert "passed" in res.summary() or "PASS" in res.summary()
+
+
+# --------------------------------------------------------------------------- checks are real
+
+
+def test_leviathan_gamma_table_check_fails_on_a_wrong_entry(tmp_path, monkeypatch):
+    good = _checks(leviathan.gamma_table_checks, tmp_path)
+    assert all(c.passed for c in good.values())
+    monkeypatch.setitem(leviathan.GAMMA_TABLE, (0.8, 0.05), (9, "3.092"))
+    bad = _checks(leviathan.gamma_table_checks, tmp_path)
+    assert not bad["integer gamma* on the 8x4 (alpha, c) grid"].passed
+    monkeypatch.setitem(leviathan.GAMMA_TABLE, (0.8, 0.05), (8, "3.093"))
+    bad = _checks(leviathan.gamma_table_checks, tmp_path)
+    assert not bad["S(gamma*) on the same grid"].passed
+    assert bad["integer gamma* on the 8x4 (alpha, c) grid"].passed
+
+
+def test_leviathan_table_fits_and_table2_fail_on_wrong_numbers(tmp_path, monkeypatch):
+    key = ("T5-XXL EnDe", 0)
+    name = "Table 3 fit T5-XXL EnDe, T = 0: (a, b, R^2)"
+    run = Run("t", tmp_path, True, False)
+    leviathan.table3_fit_rows(run)
+    assert all(c.passed for c in run.checks)
+    monkeypatch.setitem(leviathan.TABLE3_FITS, key, ("0.211", "0.070", "0.944"))
+    run = Run("t", tmp_path, True, False)
+    leviathan.table3_fit_rows(run)
+    assert not {c.name: c for c in run.checks}[name].passed
+    monkeypatch.setitem(leviathan.TABLE2_IMPLIED_C, ("EnDe", 0, "T5-small"), "0.009")
+    bad = _checks(leviathan.table2_checks, tmp_path)
+    assert not bad["Table 2 ('EnDe', 0, 'T5-small'): implied cost ratio c"].passed
+
+
+def test_specdecpp_mdp_check_fails_on_a_wrong_number(tmp_path, monkeypatch):
+    good = _checks(specdecpp.mdp_checks, tmp_path)
+    assert all(c.passed for c in good.values() if c.required)
+    monkeypatch.setitem(specdecpp.MDP_CASES["two-point"], "speedup", "2.222")
+    monkeypatch.setitem(specdecpp.MDP_CASES["three-point"], "fixed_gamma", 5)
+    bad = _checks(specdecpp.mdp_checks, tmp_path)
+    failed = {n for n, c in bad.items() if not c.passed and c.required}
+    assert failed == {
+        "two-point law {0.95: 0.8, 0.3: 0.2}: S*",
+        "three-point law: best fixed gamma",
+    }
+
+
+def test_spectr_checks_fail_on_wrong_numbers(tmp_path, monkeypatch):
+    wrong = ((0.3, 0.4, 0.3), (0.6, 0.3, 0.1), 2, "0.85")
+    monkeypatch.setitem(spectr.KNOWN_KSEQ, "instance A, n = 2", wrong)
+    bad = _checks(spectr.known_answer_checks, tmp_path)
+    assert not bad["K-SEQ acceptance, instance A, n = 2"].passed
+    assert bad["K-SEQ acceptance, instance A, n = 3"].passed
+    # A guarantee stronger than the truth (K-SEQ is not optimal at n = 2) must be refuted.
+    monkeypatch.setattr(spectr, "GUARANTEE", 0.95)
+    bad = _checks(spectr.worst_case_search, tmp_path, (2,), 60, 0)
+    assert not bad["K-SEQ / optimum over the worst-case search, every n"].passed
+
+
+def test_spectr_iid_optimum_matches_the_package_bound():
+    from spectheory import bound
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        V, n = int(rng.integers(2, 7)), int(rng.integers(1, 6))
+        p, q = rng.dirichlet(np.full(V, 0.4)), rng.dirichlet(np.full(V, 0.4))
+        q[rng.integers(V)] = 0.0  # a token the draft never proposes
+        q /= q.sum()
+        assert abs(spectr.iid_optimum(p, q, n) - float(bound(p, q, n))) <= 1e-12
+
+
+def test_hu2025_known_answer_check_fails_on_a_wrong_number(tmp_path, monkeypatch):
+    assert all(c.passed for c in _checks(hu2025.known_answer_checks, tmp_path).values())
+    monkeypatch.setitem(hu2025.KNOWN_BOUNDS, ("without_replacement", 2), "99/100")
+    bad = _checks(hu2025.known_answer_checks, tmp_path)
+    failed = [n for n, c in bad.items() if not c.passed]
+    assert failed == ["alpha* on instance A, without_replacement, n = 2"]
+
+
+def test_scaling_spec_bench_direction_check_can_fail(tmp_path, monkeypatch):
+    name = "fixed draft, growing target: SpS tau falls from 7B to 13B to 33B"
+    assert _checks(scaling.spec_bench_rows, tmp_path)[name].passed
+    real = scaling.spec_bench_tau
+
+    def swapped(setting):
+        out = dict(real(setting))
+        if setting == "A100 V-33B":
+            out["SpS"] = (2.50, out["SpS"][1])
+        return out
+
+    monkeypatch.setattr(scaling, "spec_bench_tau", swapped)
+    assert not _checks(scaling.spec_bench_rows, tmp_path)[name].passed
+
+
+def test_result_ok_ignores_unrequired_checks(tmp_path):
+    mk = lambda passed, required: Check("c", "s", "1", "2", "eq", passed, required)  # noqa: E731
+    res = PaperResult("x", tmp_path, {}, [mk(True, True), mk(False, False)], [], True)
+    assert res.ok and res.failed == []
+    res.checks.append(mk(False, True))
+    assert not res.ok and len(res.failed) == 1
+    assert "[FAIL]" in res.summary() and "[diff]" in res.summary()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_list(capsys):
+    assert reproduce_cli(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name, paper in PAPERS.items():
+        assert name in out and paper.arxiv in out
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], []])
+def test_cli_unknown_or_missing_paper_exits_2_naming_the_known_ones(argv, capsys):
+    assert reproduce_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "hu2025, leviathan, scaling, specdecpp, spectr" in err
+
+
+def test_get_paper_error():
+    with pytest.raises(InvalidParameterError, match="got 'leviathan2'"):
+        get_paper("leviathan2")
+
+
+def test_cli_exit_code_reflects_checks(tiny_trace_file, tmp_path, monkeypatch, capsys):
+    argv = ["spectr", "--quick", "--quiet", "--trace", str(tiny_trace_file)]
+    monkeypatch.setattr(spectr, "worst_case_search", lambda run, **kw: None)  # keep it fast
+    assert reproduce_cli([*argv, "--out", str(tmp_path / "ok")]) == 0
+    assert (tmp_path / "ok" / "ratio_vs_n.png").is_file()
+    monkeypatch.setattr(spectr, "GUARANTEE", 0.999)  # K-SEQ is below 0.999 x optimum somewhere
+    assert reproduce_cli([*argv, "--out", str(tmp_path / "bad")]) == EXIT_CHECK_FAILED
+    out = capsys.readouterr().out
+    assert "[FAIL] K-SEQ / optimum at every trace position" in out
+    assert (tmp_path / "bad" / "checks.csv").is_file()
+
+
+def test_hu2025_valid_rows_leave_out_degenerate_draft_laws():
+    from spectheory import solve_bound
+
+    q = np.array([[0.6, 0.3, 0.1], [1.0, 1e-300, 0.0], [0.5, 0.5, 0.0]])
+    p = np.full((3, 3), 1 / 3)
+    assert hu2025.valid_rows(q, 2, "greedy").tolist() == [True, False, True]
+    assert hu2025.valid_rows(q, 3, "without_replacement").tolist() == [True, False, False]
+    assert hu2025.valid_rows(q, 5, "iid").all()
+    ok = hu2025.valid_rows(q, 2, "greedy")
+    values = solve_bound(p[ok], q[ok], 2, "greedy").value  # no warning: filterwarnings = error
+    assert np.all(np.isfinite(values))
