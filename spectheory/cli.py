@@ -388,6 +388,10 @@ def _parser():
 
     add_sweep_parser(sub)
 
+    from ._cli_draft import add_draft_parser
+
+    add_draft_parser(sub)
+
     from ._cli_papers import add_reproduce_parser
 
     add_reproduce_parser(sub)

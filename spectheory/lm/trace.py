@@ -32,7 +32,7 @@ import numpy as np
 from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
-from .drafts import ngram_distribution, parse_draft
+from .drafts import STORED_KINDS, ngram_distribution, parse_draft
 from .prompts import PROMPTS
 
 __all__ = ["FORMAT_VERSION", "Trace", "TraceSettings", "cache_dir", "load_trace", "record_trace"]
@@ -55,7 +55,8 @@ class TraceSettings:
     model : str
         ``"smollm2-135m-instruct"`` or a local model folder.
     drafts : tuple of str
-        Draft specifications (``"exit:L"``, ``"ngram:K"``; see :mod:`.drafts`).
+        Draft specifications (``"exit:L"``, ``"adapter:L"``, ``"quant:TYPE"``,
+        ``"ngram:K"``; see :mod:`.drafts`).
     prompts : tuple of int
         Indices into :data:`spectheory.lm.prompts.PROMPTS`.
     max_new_tokens : int
@@ -86,9 +87,37 @@ class TraceSettings:
             parse_draft(d)
 
     def key(self) -> str:
-        """SHA-256 of the canonical JSON of the settings and the format version (16 hex)."""
-        blob = json.dumps({"format": FORMAT_VERSION, **dataclasses.asdict(self)}, sort_keys=True)
+        """SHA-256 of the canonical JSON of the settings and the format version (16 hex).
+
+        With ``"adapter:L"`` drafts the SHA-256 of each cached adapter's
+        weights is part of the key (a retrained adapter gives a new trace); a
+        missing adapter raises :class:`~spectheory.TraceError` with the
+        training command.
+        """
+        doc = {"format": FORMAT_VERSION, **dataclasses.asdict(self)}
+        weights = _adapter_fingerprints(self.model, self.drafts)
+        if weights:
+            doc["adapter_weights"] = weights
+        blob = json.dumps(doc, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _adapter_fingerprints(model, drafts) -> dict:
+    """``{"adapter:L": weights SHA-256}`` of the adapter drafts among ``drafts``."""
+    from .adapters import adapter_fingerprint, adapter_path
+
+    out = {}
+    for d in drafts:
+        kind, k = parse_draft(d)
+        if kind == "adapter":
+            path = adapter_path(int(k), model)
+            if not path.is_file():
+                raise TraceError(
+                    f"no trained adapter for {d!r} at {str(path)!r}; train it with: "
+                    f"spectheory draft train --layer {k}"
+                )
+            out[d] = adapter_fingerprint(path)
+    return out
 
 
 @dataclass
@@ -100,7 +129,8 @@ class Trace:
     target_logits : ndarray, float16, (N, V)
         Target logits at each position (predicting ``tokens``).
     exit_logits : dict of str to ndarray, float16, (N, V)
-        Logits of each early-exit draft, keyed by its specification.
+        Logits of each model draft (early exit, adapter, quantised), keyed by
+        its specification; ``-inf`` outside a draft's vocabulary subset.
     tokens : ndarray, int64, (N,)
         The token the target sampled at each position.
     prompt_ids, steps : ndarray, int64, (N,)
@@ -154,7 +184,7 @@ class Trace:
         """
         rows = np.arange(self.num_positions) if rows is None else np.asarray(rows)
         kind, k = parse_draft(draft)
-        if kind == "exit":
+        if kind in STORED_KINDS:
             if draft not in self.exit_logits:
                 raise InvalidParameterError(
                     f"draft {draft!r} is not in this trace; it has {list(self.drafts)}"
@@ -284,9 +314,11 @@ def record_trace(
     loaded = loaded or load_model(settings.model)
     model, tok = loaded.model, loaded.tokenizer
     exits = [parse_draft(d, loaded.num_layers)[1] for d in settings.drafts if d.startswith("exit:")]
+    others = _model_drafts(loaded, settings.drafts)
     eos = {int(t) for t in np.atleast_1d(model.generation_config.eos_token_id)}
     if tok.eos_token_id is not None:
         eos.add(int(tok.eos_token_id))
+    rows_o = {d: [] for d in others}
     rows_t, rows_e, tokens, pids, steps, ptoks, offsets = (
         [],
         {L: [] for L in exits},
@@ -306,6 +338,8 @@ def record_trace(
         ptoks.append(ids[0].numpy().astype(np.int64))
         offsets.append(offsets[-1] + ids.shape[1])
         past, inp = None, ids
+        for drafter in others.values():
+            drafter.reset()
         with torch.no_grad():
             for step in range(settings.max_new_tokens):
                 out = model(
@@ -317,6 +351,9 @@ def record_trace(
                 for L in exits:
                     e = early_exit_logits(model, tuple(h[:, -1] for h in out.hidden_states), L)
                     rows_e[L].append(e[0].float().numpy().astype(np.float16))
+                for d, drafter in others.items():
+                    z = drafter.step(inp, out.hidden_states)
+                    rows_o[d].append(z.float().numpy().astype(np.float16))
                 probs = process_logits(logits.double().numpy(), temperature=settings.temperature)
                 nxt = int(rng.choice(probs.size, p=probs))
                 tokens.append(nxt)
@@ -340,10 +377,16 @@ def record_trace(
         "torch_version": torch.__version__,
         "recording_seconds": round(time.perf_counter() - t0, 2),
     }
+    weights = _adapter_fingerprints(settings.model, settings.drafts)
+    if weights:
+        meta["adapter_weights"] = weights
     meta = json.loads(json.dumps(meta))  # the form it takes after a save and load
     trace = Trace(
         target_logits=np.stack(rows_t),
-        exit_logits={f"exit:{L}": np.stack(rows_e[L]) for L in exits},
+        exit_logits={
+            **{f"exit:{L}": np.stack(rows_e[L]) for L in exits},
+            **{d: np.stack(r) for d, r in rows_o.items()},
+        },
         tokens=np.asarray(tokens, dtype=np.int64),
         prompt_ids=np.asarray(pids, dtype=np.int64),
         steps=np.asarray(steps, dtype=np.int64),
@@ -354,3 +397,19 @@ def record_trace(
     if cache:
         trace.save(path)
     return trace
+
+
+def _model_drafts(loaded, drafts) -> dict:
+    """Step-wise drafters of the stored non-exit model drafts (adapter, quantised), by spec."""
+    out = {}
+    for d in drafts:
+        kind, k = parse_draft(d, loaded.num_layers)
+        if kind == "adapter":
+            from .adapters import AdapterStepper, resolve_adapter
+
+            out[d] = AdapterStepper(resolve_adapter(loaded, int(k)))
+        elif kind == "quant":
+            from .quantised import QuantStepper, quantised_model
+
+            out[d] = QuantStepper(quantised_model(loaded, str(k)))
+    return out

@@ -1,0 +1,392 @@
+r"""The three scaling dimensions of speculative drafts, measured on our models.
+
+``python -m spectheory.lm.draft_scaling [--out DIR] [--quick]`` writes CSV tables,
+PNG figures (matplotlib, Agg) and ``comparison.txt``:
+
+1. **Capacity** (``capacity.csv``, ``capacity.png``): held-out acceptance
+   :math:`\bar\beta = \frac1N\sum_t\sum_x\min(p_t, q_t)` of adapters trained
+   with the same settings at several exit layers :math:`L`, against the
+   draft's parameter count :math:`N` (:func:`spectheory.lm.draft_parameter_count`),
+   fitted as :math:`\bar\beta = a + b\log_{10} N` (Scylla Thm 1.2 [1]_;
+   THEORY.md 6.1, 6.2).
+2. **Training tokens** (``tokens.csv``, ``tokens.png``): one exit layer,
+   adapters trained on nested prefixes of the corpus of :math:`D` positions
+   (same number of optimiser steps), fitted as
+   :math:`\bar\beta = a + b\log_{10} D` (Scylla Thm 1.1).
+3. **Batch size** (``width.csv``, ``width.png``): the optimal number of
+   i.i.d. drafts :math:`n^*` (verify width :math:`w = n + 1` tokens per
+   sequence) against the decoding batch size :math:`B` under the roofline
+   cost model
+
+   .. math::
+
+       t(x) = \max\Big(\frac{P\,s}{W},\; \frac{2 P x}{F}\Big),\qquad
+       S(n, B) = \frac{(1 + \alpha(n))\, t_t(B)}{t_d(B) + t_t\big(B (n + 1)\big)},
+
+   where :math:`x` is the number of tokens in the forward pass, :math:`P` the
+   parameters (target :math:`P_t`, draft :math:`P_d`), :math:`s` bytes per
+   parameter, :math:`W` the memory bandwidth and :math:`F` the compute rate
+   (defaults: bf16 on an H100 SXM, :math:`W = 3.35` TB/s, :math:`F = 0.5
+   \times 989` TFLOP/s); one round drafts :math:`n` i.i.d. tokens from one
+   draft forward and verifies them in one target forward, yielding
+   :math:`1 + \alpha(n)` tokens, with :math:`\alpha(n)` the optimal
+   multi-draft acceptance :func:`spectheory.bound` (i.i.d. drafts) averaged
+   over held-out positions of the adapter draft.  :math:`n^*(B) =
+   \arg\max_n S(n, B)` is fitted as :math:`a_3 + b_3\log_{10}B` (Scylla
+   Thm 1.3: :math:`b_3 < 0`).
+
+The training corpus is :mod:`spectheory.lm.corpus`; adapters are trained with
+:func:`spectheory.lm.adapters.train_adapter` from one teacher pass over all
+layers and evaluated on the 38 held-out prompts.
+
+References
+----------
+.. [1] Yan et al. "Scaling Laws for Speculative Decoding". arXiv:2505.07858.
+.. [2] Leviathan, Kalman, Matias. arXiv:2211.17192 (Table 3; THEORY.md 6.2).
+.. [3] Williams, Waterman, Patterson. "Roofline: an insightful visual
+   performance model". CACM 2009.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._errors import InvalidParameterError
+
+__all__ = ["Roofline", "optimal_width", "run_scaling", "speedup"]
+
+
+@dataclass(frozen=True)
+class Roofline:
+    r"""Roofline time of a forward pass over ``x`` tokens: :math:`\max(P s / W, 2 P x / F)`.
+
+    Attributes
+    ----------
+    bandwidth : float
+        Bytes per second (default 3.35e12, H100 SXM HBM3).
+    flops : float
+        Sustained FLOP/s (default half of 989e12, dense bf16).
+    bytes_per_param : float
+        2 for bf16 weights.
+    """
+
+    bandwidth: float = 3.35e12
+    flops: float = 0.5 * 989e12
+    bytes_per_param: float = 2.0
+
+    def time(self, params, tokens):
+        """Seconds of one forward of a ``params``-parameter model over ``tokens`` tokens.
+
+        >>> r = Roofline(bandwidth=1.0, flops=4.0, bytes_per_param=1.0)
+        >>> r.time(10, 1), r.time(10, 4)
+        (10.0, 20.0)
+        """
+        tokens = np.asarray(tokens, dtype=np.float64)
+        memory = params * self.bytes_per_param / self.bandwidth
+        out = np.maximum(memory, 2 * params * tokens / self.flops)
+        return out.item() if out.ndim == 0 else out
+
+
+def speedup(alpha, batch, target_params, draft_params, roofline=None):
+    r"""Throughput gain :math:`S(n, B)` for ``n = 1 .. len(alpha)`` i.i.d. drafts (ndarray).
+
+    ``alpha[n - 1]`` is :math:`\alpha(n)`.
+
+    >>> r = Roofline(bandwidth=1.0, flops=1e9, bytes_per_param=1.0)  # memory-bound
+    >>> speedup([0.5, 0.7], 1, 100, 10, r).round(4).tolist()
+    [1.3636, 1.5455]
+    """
+    roofline = roofline or Roofline()
+    a = np.asarray(alpha, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0 or np.any((a < 0) | (a > 1)):
+        raise InvalidParameterError(f"alpha must be a non-empty 1-D array in [0, 1]; got {alpha!r}")
+    if not batch >= 1:
+        raise InvalidParameterError(f"batch must be >= 1; got {batch!r}")
+    n = np.arange(1, a.size + 1)
+    tt = roofline.time(target_params, batch)
+    td = roofline.time(draft_params, batch)
+    return (1 + a) * tt / (td + roofline.time(target_params, batch * (n + 1)))
+
+
+def optimal_width(alpha, batches, target_params, draft_params, roofline=None):
+    """``(n*, S(n*, B))`` per batch size: the first maximiser of :func:`speedup`."""
+    ns, ss = [], []
+    for B in batches:
+        s = speedup(alpha, B, target_params, draft_params, roofline)
+        k = int(np.argmax(s))
+        ns.append(k + 1)
+        ss.append(float(s[k]))
+    return np.asarray(ns), np.asarray(ss)
+
+
+def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, limit):
+    """Target and adapter distributions (float64, (N, V)) on held-out positions."""
+    import torch
+
+    from .adapters import _softmax_t, held_out_sequences
+
+    ps, qs, n = [], [], 0
+    with torch.no_grad():
+        for ids, b in held_out_sequences(loaded, temperature, max_new_tokens, prompts):
+            out = loaded.model(
+                input_ids=torch.as_tensor(ids[None]), output_hidden_states=True, use_cache=False
+            )
+            pos = torch.arange(ids.size)[None]
+            z = adapter.full_logits(adapter.subset_logits(out.hidden_states[adapter.layer], pos))
+            ps.append(_softmax_t(out.logits[0, b:].double(), temperature).numpy())
+            qs.append(_softmax_t(z[0, b:].double(), temperature).numpy())
+            n += ps[-1].shape[0]
+            if n >= limit:
+                break
+    return np.concatenate(ps)[:limit], np.concatenate(qs)[:limit]
+
+
+def _plot(path, x, y, fit, xlabel, ylabel, title, logx=True):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(x, y, "o", label="measured")
+    if fit is not None:
+        xs = np.geomspace(min(x), max(x), 50)
+        ax.plot(
+            xs,
+            fit.predict(xs),
+            "-",
+            label=f"{fit.intercept:.3f} + {fit.slope:.3f} log10 x (R^2 {fit.r_squared:.2f})",
+        )
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _fit_row(name, fit):
+    return {
+        "law": name,
+        "intercept": round(fit.intercept, 5),
+        "slope_per_decade": round(fit.slope, 5),
+        "slope_ci_low": round(float(fit.slope_ci[0]), 5),
+        "slope_ci_high": round(float(fit.slope_ci[1]), 5),
+        "r_squared": round(fit.r_squared, 4),
+        "n_points": fit.n,
+    }
+
+
+QUICK = {
+    "corpus": {"doc_sequences": 10, "samples_per_prompt": 0, "max_len": 64},
+    "layers": (2, 4, 6),
+    "token_layer": 4,
+    "tokens": (60, 120, 200),
+    "train": {"steps": 3, "batch_size": 2, "vocab": 1024},
+    "prompts": (3, 12),
+    "max_new_tokens": 4,
+    "temperatures": (1.0,),
+    "limit": 8,
+    "ns": 8,
+}
+FULL = {
+    "corpus": {},
+    "layers": (4, 8, 12, 16),
+    "token_layer": 10,
+    "tokens": (1000, 2000, 4000, 8000),
+    "train": {},
+    "prompts": None,
+    "max_new_tokens": 24,
+    "temperatures": (0.7, 1.0),
+    "limit": 256,
+    "ns": 32,
+}
+
+
+def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
+    """Measure the three laws, write ``out/*.csv``, ``*.png`` and ``comparison.txt``.
+
+    Returns
+    -------
+    dict
+        ``{"capacity": rows, "tokens": rows, "width": rows, "fits": rows}``.
+    """
+    from .. import _files
+    from ..solvers.scaling import fit_log_linear
+    from . import adapters as A
+    from .acceptance import PUBLISHED_SLOPES, draft_parameter_count
+    from .corpus import CorpusSettings, build_corpus
+
+    cfg = QUICK if quick else FULL
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def say(msg):
+        if progress:
+            print(msg, file=sys.stderr, flush=True)
+
+    corpus = build_corpus(loaded, CorpusSettings(seed=seed, **cfg["corpus"]), progress=progress)
+    layers = sorted(set(cfg["layers"]) | {cfg["token_layer"]})
+    say(f"teacher pass over {len(corpus.sequences)} sequences for layers {layers} ...")
+    states = A.teacher_states(loaded, corpus, layers, progress=progress)
+    base = A.TrainSettings(seed=seed, **cfg["train"])
+    evals = {"temperatures": cfg["temperatures"], "max_new_tokens": cfg["max_new_tokens"]}
+    evals["prompts"] = cfg["prompts"]
+
+    cap_rows, adapters = [], {}
+    for L in cfg["layers"]:
+        say(f"capacity: training the adapter at layer {L} ...")
+        ad = A.train_adapter(loaded, states, L, base, progress=progress)
+        adapters[L] = ad
+        ev = A.evaluate_adapter(loaded, ad, **evals)
+        for T, acc, raw, cov in zip(ev.temperatures, ev.acceptance, ev.raw_exit, ev.coverage):
+            cap_rows.append(
+                {
+                    "layer": L,
+                    "parameters": draft_parameter_count(loaded, ad),
+                    "temperature": T,
+                    "acceptance": round(acc, 5),
+                    "raw_exit": round(raw, 5),
+                    "coverage": round(cov, 5),
+                    "validation_kl": round(ad.metadata["validation_kl"], 5),
+                }
+            )
+    tok_rows = []
+    for D in cfg["tokens"]:
+        say(f"tokens: training the layer-{cfg['token_layer']} adapter on {D} positions ...")
+        s = A.TrainSettings(**{**base.__dict__, "tokens": D})
+        ad = A.train_adapter(loaded, states, cfg["token_layer"], s, progress=progress)
+        ev = A.evaluate_adapter(loaded, ad, **evals)
+        for T, acc in zip(ev.temperatures, ev.acceptance):
+            tok_rows.append(
+                {
+                    "layer": cfg["token_layer"],
+                    "tokens": ad.metadata["train_tokens"],
+                    "requested": D,
+                    "temperature": T,
+                    "acceptance": round(acc, 5),
+                    "validation_kl": round(ad.metadata["validation_kl"], 5),
+                }
+            )
+    fits = []
+    for T in cfg["temperatures"]:
+        rows = [r for r in cap_rows if r["temperature"] == T]
+        f = fit_log_linear([r["parameters"] for r in rows], [r["acceptance"] for r in rows])
+        fits.append(_fit_row(f"capacity T={T:g}", f))
+        _plot(
+            out / f"capacity_T{T:g}.png",
+            [r["parameters"] for r in rows],
+            [r["acceptance"] for r in rows],
+            f,
+            "draft parameters",
+            "held-out acceptance",
+            f"adapter drafts, SmolLM2-135M, T={T:g}",
+        )
+        rows = [r for r in tok_rows if r["temperature"] == T]
+        f = fit_log_linear([r["tokens"] for r in rows], [r["acceptance"] for r in rows])
+        fits.append(_fit_row(f"tokens T={T:g}", f))
+        _plot(
+            out / f"tokens_T{T:g}.png",
+            [r["tokens"] for r in rows],
+            [r["acceptance"] for r in rows],
+            f,
+            "training positions",
+            "held-out acceptance",
+            f"adapter at layer {cfg['token_layer']}, T={T:g}",
+        )
+
+    # batch size: alpha(n) of the largest-capacity adapter, at the last temperature
+    import spectheory
+
+    L_best = max(adapters)
+    T = cfg["temperatures"][-1]
+    p, q = _held_out_pq(
+        loaded, adapters[L_best], T, cfg["prompts"], cfg["max_new_tokens"], cfg["limit"]
+    )
+    ns = range(1, cfg["ns"] + 1)
+    alpha = np.array([float(np.mean(spectheory.bound(p, q, n=n, sampling="iid"))) for n in ns])
+    batches = 2 ** np.arange(0, 11)
+    Pt = draft_parameter_count(loaded, loaded.num_layers)
+    Pd = draft_parameter_count(loaded, adapters[L_best])
+    n_star, s_star = optimal_width(alpha, batches, Pt, Pd)
+    width_rows = [
+        {
+            "batch": int(B),
+            "n_star": int(n),
+            "verify_width": int(n) + 1,
+            "speedup": round(float(s), 5),
+            "alpha_n_star": round(float(alpha[n - 1]), 5),
+        }
+        for B, n, s in zip(batches, n_star, s_star)
+    ]
+    f = fit_log_linear(batches, n_star)
+    fits.append(_fit_row("n* vs batch", f))
+    _plot(
+        out / "width.png",
+        batches,
+        n_star,
+        f,
+        "decoding batch size B",
+        "optimal number of drafts n*",
+        f"roofline model, adapter:{L_best}, T={T:g}",
+    )
+    alpha_rows = [{"n": n + 1, "alpha": round(float(a), 6)} for n, a in enumerate(alpha)]
+
+    _files.write_csv(cap_rows, out / "capacity.csv", list(cap_rows[0]))
+    _files.write_csv(tok_rows, out / "tokens.csv", list(tok_rows[0]))
+    _files.write_csv(width_rows, out / "width.csv", list(width_rows[0]))
+    _files.write_csv(alpha_rows, out / "alpha_n.csv", ["n", "alpha"])
+    _files.write_csv(fits, out / "fits.csv", list(fits[0]))
+    pub = ", ".join(f"{k}: {v:.3f}" for k, v in PUBLISHED_SLOPES.items())
+    title = "Scaling laws of adapter drafts on SmolLM2-135M-Instruct"
+    lines = [title + (" (QUICK: smoke settings, not a measurement)" if quick else "")]
+    for r in fits:
+        lines.append(
+            f"  {r['law']}: y = {r['intercept']:+.4f} + {r['slope_per_decade']:+.4f} log10 x "
+            f"[95% CI {r['slope_ci_low']:+.4f}, {r['slope_ci_high']:+.4f}], R^2 {r['r_squared']}"
+            f", {r['n_points']} points"
+        )
+    lines += [
+        f"  Published capacity slopes (THEORY.md 6.2, Leviathan Table 3): {pub}.",
+        "  Scylla (arXiv 2505.07858, THEORY 6.1, forms unconfirmed): acceptance log-linear in "
+        "pretraining tokens and capacity; optimal verify width decreasing log-linearly in B.",
+        "  Caveats: adapters share the target's first L layers, embedding and head, so capacity "
+        "here is depth of a shared trunk, not a separately trained draft; tokens are "
+        "distillation positions of a small offline corpus, not pretraining tokens; the batch law "
+        "is a cost-model consequence of the measured alpha(n), not a wall-clock measurement.",
+    ]
+    (out / "comparison.txt").write_text("\n".join(lines) + "\n")
+    say("\n".join(lines))
+    return {"capacity": cap_rows, "tokens": tok_rows, "width": width_rows, "fits": fits}
+
+
+def main(argv=None) -> int:
+    """``python -m spectheory.lm.draft_scaling [--out DIR] [--quick] [--seed S]``."""
+    from .._errors import SpecTheoryError
+    from ._loader import load_model
+
+    ap = argparse.ArgumentParser(prog="python -m spectheory.lm.draft_scaling")
+    ap.add_argument("--out", default="draft_scaling", help="output folder")
+    ap.add_argument("--quick", action="store_true", help="tiny settings (a smoke run)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        loaded = load_model()
+        run_scaling(loaded, args.out, quick=args.quick, seed=args.seed, progress=not args.quiet)
+    except SpecTheoryError as exc:
+        print(f"draft_scaling: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

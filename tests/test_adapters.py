@@ -1,0 +1,203 @@
+"""Tests of the trained early-exit drafts (spectheory.lm.adapters, corpus, 'adapter:L', CLI)."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pytest
+import torch
+
+import spectheory as stt
+import spectheory.lm as lm
+from spectheory._cli_draft import add_draft_parser
+from spectheory.lm import adapters as A
+from spectheory.lm.corpus import CorpusSettings, build_corpus, held_out_overlap
+
+TINY = CorpusSettings(max_len=64, doc_sequences=6, samples_per_prompt=0)
+LAYER = 4
+
+
+@pytest.fixture()
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def tiny(smol):
+    corpus = build_corpus(smol, TINY, cache=False)
+    return corpus, A.teacher_states(smol, corpus, [LAYER])
+
+
+@pytest.fixture(scope="module")
+def trained(smol, tiny):
+    settings = A.TrainSettings(vocab=1024, steps=4, batch_size=2, lr=1e-3, validation=0.25, seed=3)
+    return A.train_adapter(smol, tiny[1], LAYER, settings)
+
+
+def test_corpus_is_deterministic_chat_formatted_and_held_out(smol, tiny):
+    corpus, _ = tiny
+    again = build_corpus(smol, TINY, cache=False)
+    assert again.sha256 == corpus.sha256 and len(corpus.sequences) == 6
+    assert held_out_overlap() == ()
+    start = smol.tokenizer.encode("<|im_start|>assistant\n")
+    for seq, b in zip(corpus.sequences, corpus.loss_start.tolist()):
+        assert seq.size <= 64
+        # the last prompt token closes the assistant header: the loss covers only the answer
+        assert seq[b - len(start) + 1 : b + 1].tolist() == start
+    sizes = [s.size - 1 - b for s, b in zip(corpus.sequences, corpus.loss_start)]
+    assert corpus.num_loss_tokens == sum(sizes)
+    with pytest.raises(stt.InvalidParameterError, match="max_len"):
+        CorpusSettings(max_len=10)
+
+
+def test_initial_adapters_reproduce_the_raw_exits(smol):
+    ids = torch.tensor([[1, 504, 3287, 314, 253, 600, 700, 12, 99]])
+    pos = torch.arange(ids.shape[1])[None]
+    with torch.no_grad():
+        hs = smol.model(ids, output_hidden_states=True).hidden_states
+        layer = A.init_adapter(smol, LAYER, "layer")  # a copy of layer L + 1
+        torch.testing.assert_close(
+            layer.subset_logits(hs[LAYER], pos), lm.early_exit_logits(smol.model, hs, LAYER + 1)
+        )
+        linear = A.init_adapter(smol, LAYER, "linear")  # h + 0 h: exactly exit:L
+        assert torch.equal(
+            linear.subset_logits(hs[LAYER], pos), lm.early_exit_logits(smol.model, hs, LAYER)
+        )
+        # token-by-token with the adapter's own cache = one pass over the sequence
+        cache, parts = {}, []
+        for a, b in ((0, 5), (5, 6), (6, 9)):
+            parts.append(layer.subset_logits(hs[LAYER][:, a:b], pos[:, a:b], cache))
+        # (float32 sums in another order: logits of size ~20 agree to 1e-4)
+        torch.testing.assert_close(
+            torch.cat(parts, 1), layer.subset_logits(hs[LAYER], pos), atol=1e-4, rtol=1e-4
+        )
+
+
+def test_vocabulary_subset_and_full_logits(smol):
+    assert A.frequency_vocab(np.array([0.2, 0.2, 0.5, 0.1]), 2).tolist() == [0, 2]
+    vocab = np.arange(0, 4000, 4)
+    ad = A.init_adapter(smol, LAYER, "linear", vocab=vocab)
+    h = torch.randn(1, 3, 576)
+    z = ad.subset_logits(h, torch.arange(3)[None])
+    full = ad.full_logits(z)
+    assert full.shape == (1, 3, smol.vocab_size)
+    assert torch.isinf(full[..., 1]).all() and torch.equal(full[..., vocab], z)
+    ref = A.init_adapter(smol, LAYER, "linear").subset_logits(h, torch.arange(3)[None])
+    torch.testing.assert_close(z, ref[..., vocab])
+    with pytest.raises(stt.InvalidParameterError, match="sorted"):
+        A.init_adapter(smol, LAYER, "linear", vocab=[5, 3])
+    with pytest.raises(stt.InvalidParameterError, match="arch"):
+        A.init_adapter(smol, LAYER, "mlp")
+    with pytest.raises(stt.InvalidParameterError, match=r"\[1, 28\]"):
+        A.init_adapter(smol, 29)
+
+
+def test_training_is_reproducible_and_lowers_the_kl(smol, tiny, trained):
+    states = tiny[1]
+    settings = A.TrainSettings(**trained.metadata["settings"])
+    again = A.train_adapter(smol, states, LAYER, settings)
+    for (k, v), (k2, v2) in zip(
+        trained.module.state_dict().items(), again.module.state_dict().items()
+    ):
+        assert k == k2 and torch.equal(v, v2)
+    assert again.weights_sha256() == trained.weights_sha256()
+    reseeded = A.TrainSettings(**{**settings.__dict__, "seed": 4})
+    other = A.train_adapter(smol, states, LAYER, reseeded)
+    assert other.weights_sha256() != trained.weights_sha256()
+    # training lowers the KL on the positions it was trained on
+    untrained = A.init_adapter(smol, LAYER, "layer", vocab=trained.vocab.numpy())
+    every = list(range(len(states.final)))
+    assert A.mean_kl(trained, states, every) < A.mean_kl(untrained, states, every)
+    meta = trained.metadata
+    assert meta["validation_sequences"] == 2 and meta["train_tokens"] > 0
+    assert meta["corpus_sha256"] == tiny[0].sha256
+    with pytest.raises(stt.InvalidParameterError, match="layers"):
+        A.train_adapter(smol, states, LAYER + 1, settings)
+    with pytest.raises(stt.InvalidParameterError, match="lr"):
+        A.TrainSettings(lr=0)
+
+
+def test_save_load_roundtrip_and_corruption(smol, trained, tmp_path):
+    path = A.save_adapter(trained, tmp_path / "a.safetensors", extra={"note": "x"})
+    back = A.load_adapter(smol, path)
+    assert back.weights_sha256() == trained.weights_sha256()
+    assert back.metadata["note"] == "x" and back.metadata["layer"] == LAYER
+    assert A.adapter_fingerprint(path) == trained.weights_sha256()
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0xFF  # a byte inside the last tensor's data
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(stt.TraceError, match=r"bad\.safetensors.*checksum"):
+        A.load_adapter(smol, bad)
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(stt.TraceError, match=r"cut\.safetensors"):
+        A.load_adapter(smol, cut)
+    from safetensors.numpy import save_file
+
+    save_file({"x": np.zeros(2)}, str(tmp_path / "plain.safetensors"))
+    with pytest.raises(stt.TraceError, match="not a spectheory adapter"):
+        A.load_adapter(smol, tmp_path / "plain.safetensors")
+
+
+def test_adapter_draft_in_a_trace(smol, trained, tmp_cache):
+    settings = lm.TraceSettings(prompts=(3,), max_new_tokens=4, drafts=(f"adapter:{LAYER}",))
+    with pytest.raises(stt.TraceError, match=f"spectheory draft train --layer {LAYER}"):
+        settings.key()
+    A.save_adapter(trained, A.adapter_path(LAYER))
+    key = settings.key()
+    trace = lm.record_trace(settings, loaded=smol, progress=False)
+    assert trace.metadata["adapter_weights"] == {f"adapter:{LAYER}": trained.weights_sha256()}
+    z = trace.draft_logits(f"adapter:{LAYER}")
+    # the recorded logits are the adapter's on the teacher-forced sequence
+    prompt = trace.prompt_tokens
+    ids = torch.as_tensor(np.concatenate([prompt, trace.tokens[:-1]])[None])
+    with torch.no_grad():
+        hs = smol.model(ids, output_hidden_states=True).hidden_states
+        pos = torch.arange(ids.shape[1])[None]
+        ref = trained.full_logits(trained.subset_logits(hs[LAYER], pos))
+    ref = ref[0, prompt.size - 1 :].numpy()
+    finite = np.isfinite(ref)
+    assert np.array_equal(finite, np.isfinite(z))
+    np.testing.assert_allclose(z[finite], ref[finite], atol=0.05, rtol=0.01)
+    prof = lm.acceptance_profile(trace, f"adapter:{LAYER}", 1.0)
+    assert np.all((prof.values >= 0) & (prof.values <= 1))
+    # a retrained adapter is a different trace
+    other = A.init_adapter(smol, LAYER, "layer", vocab=trained.vocab.numpy())
+    other.metadata = {"model": smol.name}
+    A.save_adapter(other, A.adapter_path(LAYER))
+    assert settings.key() != key
+
+
+def test_cost_ratio_and_parameters_of_an_adapter(smol, trained):
+    cr = lm.measure_cost_ratio(smol, trained, repeats=2, context=8, warmup=0)
+    assert cr.draft == f"adapter:{LAYER}" and cr.layer == LAYER and cr.c > 0
+    n_module = sum(p.numel() for p in trained.module.parameters())
+    base = lm.draft_parameter_count(smol, LAYER)
+    assert lm.draft_parameter_count(smol, trained) == base + n_module
+
+
+def _cli(argv):
+    ap = argparse.ArgumentParser(prog="spectheory")
+    add_draft_parser(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args)
+    except stt.SpecTheoryError as exc:
+        print(f"error: {exc}")
+        return 2
+
+
+def test_cli_list_refuse_and_missing(smol, trained, tmp_cache, capsys, monkeypatch):
+    assert _cli(["draft", "list"]) == 0
+    assert "no adapters" in capsys.readouterr().out
+    A.save_adapter(trained, A.adapter_path(LAYER), extra={"held_out": {}})
+    assert _cli(["draft", "list"]) == 0
+    assert f"L{LAYER}: layer {LAYER}, layer, vocab 1024" in capsys.readouterr().out
+    assert _cli(["draft", "train", "--layer", str(LAYER)]) == 1
+    assert "--force" in capsys.readouterr().err
+    monkeypatch.setattr("spectheory.lm._loader.load_model", lambda *a, **k: smol)
+    assert _cli(["draft", "evaluate", "adapter:7", "--quiet"]) == 2
+    assert "spectheory draft train --layer 7" in capsys.readouterr().out

@@ -1,0 +1,69 @@
+"""Tests of spectheory.lm.draft_scaling: the cost model, and the quick measured run."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+from spectheory.lm import draft_scaling as DS
+from spectheory.solvers.scaling import fit_log_linear
+
+
+def _brute_speedup(alpha, B, Pt, Pd, r):
+    out = []
+    for n, a in enumerate(alpha, start=1):
+        t = lambda P, x: max(P * r.bytes_per_param / r.bandwidth, 2 * P * x / r.flops)  # noqa: E731
+        out.append((1 + a) * t(Pt, B) / (t(Pd, B) + t(Pt, B * (n + 1))))
+    return np.array(out)
+
+
+def test_speedup_and_optimal_width_match_the_formula():
+    r = DS.Roofline(bandwidth=2.0, flops=50.0, bytes_per_param=1.0)
+    alpha = 1 - 0.6 * 0.8 ** np.arange(12)  # increasing, concave
+    for B in (1, 3, 16, 200):
+        np.testing.assert_allclose(
+            DS.speedup(alpha, B, 100.0, 10.0, r), _brute_speedup(alpha, B, 100.0, 10.0, r)
+        )
+    batches = [1, 2, 4, 8, 16, 64, 256]
+    n_star, s_star = DS.optimal_width(alpha, batches, 100.0, 10.0, r)
+    for B, n, s in zip(batches, n_star, s_star):
+        brute = _brute_speedup(alpha, B, 100.0, 10.0, r)
+        assert n == int(np.argmax(brute)) + 1 and s == pytest.approx(brute.max())
+    # memory-bound up to the knee P s / W = 2 P x / F, x = 12.5 tokens: at B = 1 the verifier
+    # takes n + 1 <= 12 tokens for free, n* = 11; far above the knee one draft is best
+    assert n_star[0] == 11 and n_star[-1] == 1
+    assert np.all(np.diff(n_star) <= 0)
+    with pytest.raises(stt.InvalidParameterError, match="alpha"):
+        DS.speedup([1.5], 1, 10, 1)
+
+
+def _read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_quick_run_writes_tables_figures_and_the_fits_of_its_tables(smol, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    res = DS.run_scaling(smol, out, quick=True, progress=False)
+    for name in ("capacity.csv", "tokens.csv", "width.csv", "fits.csv", "alpha_n.csv"):
+        assert (out / name).is_file()
+    for name in ("capacity_T1.png", "tokens_T1.png", "width.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    cap = _read(out / "capacity.csv")
+    assert [int(r["layer"]) for r in cap] == [2, 4, 6]
+    assert int(cap[0]["parameters"]) < int(cap[1]["parameters"]) < int(cap[2]["parameters"])
+    x, y = [float(r["parameters"]) for r in cap], [float(r["acceptance"]) for r in cap]
+    fit = fit_log_linear(x, y)
+    fits = {r["law"]: r for r in _read(out / "fits.csv")}
+    assert float(fits["capacity T=1"]["slope_per_decade"]) == pytest.approx(fit.slope, abs=1e-5)
+    tok = _read(out / "tokens.csv")
+    assert int(tok[0]["tokens"]) < int(tok[1]["tokens"]) < int(tok[2]["tokens"])
+    alpha = [float(r["alpha"]) for r in _read(out / "alpha_n.csv")]
+    assert all(0 <= a <= 1 for a in alpha) and np.all(np.diff(alpha) >= -1e-9)  # bound grows in n
+    width = _read(out / "width.csv")
+    assert [int(r["n_star"]) for r in width] == [r["n_star"] for r in res["width"]]
+    assert "QUICK" in (out / "comparison.txt").read_text()
