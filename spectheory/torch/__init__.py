@@ -12,6 +12,11 @@ r"""The torch backend: batched verifiers and fused Triton kernels, on CPU and CU
 :func:`recursive_rejection_sampling`
     Multi-draft RRS, i.i.d. or without replacement: plain torch, or one fused
     Triton kernel (one row per program).
+:func:`speculative_generate`, :func:`target_generate`
+    Live speculative generation with a Hugging Face causal LM and its
+    early-exit draft (key-value caches for both), chain or multi-draft mode,
+    any registered verifier; :func:`check_live_lossless` tests the recorded
+    target distributions of a run.
 
 Triton kernels run on CUDA tensors, or on the CPU under Triton's interpreter
 (``TRITON_INTERPRET=1`` set before triton is imported; slow, for tests).
@@ -20,16 +25,36 @@ needed only for ``backend="triton"``.
 """
 
 from .chain import ChainSamplingResult, chain_speculative_sampling
+from .live import (
+    EarlyExitDraft,
+    LiveDraft,
+    LiveLosslessReport,
+    LiveResult,
+    chat_prompt_ids,
+    check_live_lossless,
+    make_draft,
+    speculative_generate,
+    target_generate,
+)
 from .multidraft import recursive_rejection_sampling
 from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_uniforms, verify
 
 __all__ = [
     "TORCH_VERIFIERS",
     "ChainSamplingResult",
+    "EarlyExitDraft",
+    "LiveDraft",
+    "LiveLosslessReport",
+    "LiveResult",
     "TorchVerification",
     "chain_speculative_sampling",
+    "chat_prompt_ids",
+    "check_live_lossless",
     "kseq_rho",
+    "make_draft",
     "recursive_rejection_sampling",
+    "speculative_generate",
+    "target_generate",
     "verifier_uniforms",
     "verify",
 ]
