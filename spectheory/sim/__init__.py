@@ -21,6 +21,7 @@ from .draft_length import (
 )
 from .simulate import SimulationResult, simulate
 from .sweeps import SweepGrid, sweep, sweep_bounds
+from .tree_replay import TreeBatch, pack_trees, reference_blocks, replay_blocks, replay_uniforms
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -31,10 +32,15 @@ __all__ = [
     "SimulationResult",
     "SweepGrid",
     "Threshold",
+    "TreeBatch",
     "check_lossless",
     "compare_policies",
     "detectable_tv",
     "oracle_threshold",
+    "pack_trees",
+    "reference_blocks",
+    "replay_blocks",
+    "replay_uniforms",
     "simulate",
     "simulate_policy",
     "sweep",

@@ -5,11 +5,13 @@
 - :mod:`.speedup`: tokens per round, walltime speedup, the optimal draft length.
 - :mod:`.specdecpp`: the SpecDec++ decision process, solved exactly.
 - :mod:`.scaling`: log-linear scaling-law fits and published data.
+- :mod:`.sequoia`: Sequoia's optimal-tree dynamic program.
 """
 
 from . import scaling, specdecpp, speedup
 from .ot_dual import METHODS, BoundResult, bound, greedy_value, ratio_order, solve_bound
 from .scaling import LogLinearFit, fit_log_linear, leviathan_capacity_data, spec_bench_tau
+from .sequoia import SequoiaResult, sequoia_tree, sequoia_values, tree_value
 from .specdecpp import (
     SPECDECPP_METHODS,
     SpecDecPPResult,
@@ -35,6 +37,7 @@ __all__ = [
     "BoundResult",
     "LogLinearFit",
     "OptimalGammaResult",
+    "SequoiaResult",
     "SpecDecPPResult",
     "bound",
     "continuous_optimal_gamma",
@@ -47,6 +50,8 @@ __all__ = [
     "oracle_speedup",
     "ratio_order",
     "scaling",
+    "sequoia_tree",
+    "sequoia_values",
     "solve_bound",
     "solve_specdecpp",
     "spec_bench_tau",
@@ -55,4 +60,5 @@ __all__ = [
     "speedup_positional",
     "tokens_per_round",
     "tokens_per_round_positional",
+    "tree_value",
 ]

@@ -1,0 +1,122 @@
+"""The registry of tree verifiers: one :class:`TreeVerifier` record per published method."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .._errors import InvalidParameterError
+from ._tree import TREE_KINDS, DraftTree
+from .models import as_model
+from .verify import (
+    verify_block,
+    verify_kseq,
+    verify_nss,
+    verify_rrs,
+    verify_rrs_wor,
+    verify_token,
+    verify_traversal,
+)
+
+__all__ = ["TREE_REGISTRY", "TreeVerifier", "get_tree_verifier", "verify_tree"]
+
+
+@dataclass(frozen=True)
+class TreeVerifier:
+    """A registered chain or tree verifier and its metadata.
+
+    Attributes
+    ----------
+    name : str
+    function : callable
+        ``function(target, draft, tree, coins) -> tuple`` (the emitted block).
+    paper : str
+    arxiv : str
+    kinds : tuple of str
+        The tree kinds (:data:`~spectheory.trees.TREE_KINDS`) it is valid for.
+    lossless : bool
+    """
+
+    name: str
+    function: Callable
+    paper: str
+    arxiv: str
+    kinds: tuple
+    lossless: bool = True
+
+    def __post_init__(self):
+        bad = [k for k in self.kinds if k not in TREE_KINDS]
+        if bad:
+            raise InvalidParameterError(f"tree verifier {self.name!r} lists unknown kinds {bad}")
+
+
+_ENTRIES = [
+    TreeVerifier("token", verify_token, "Leviathan, Kalman, Matias (token-level chain)",
+                 "2211.17192", ("chain",)),
+    TreeVerifier("block", verify_block, "Sun et al., Block Verification", "2403.10444",
+                 ("chain",)),
+    TreeVerifier("traversal", verify_traversal, "Weng et al., Traversal Verification",
+                 "2505.12398", ("chain", "without_replacement")),
+    TreeVerifier("rrs", verify_rrs, "Miao et al., SpecInfer (multi-step speculative sampling)",
+                 "2305.09781", ("chain", "iid")),
+    TreeVerifier("rrs_wor", verify_rrs_wor, "Jeon et al., RSD; Chen et al., Sequoia; EAGLE",
+                 "2402.14160, 2402.12374, 2401.15077", ("chain", "without_replacement")),
+    TreeVerifier("kseq", verify_kseq, "Sun et al., SpecTr (K-SEQ per node)", "2310.15141",
+                 ("chain", "iid")),
+    TreeVerifier("nss", verify_nss, "Miao et al., SpecInfer (naive sampling); point-mass",
+                 "2305.09781", TREE_KINDS),
+]  # fmt: skip
+
+#: Registered tree verifiers by name.
+TREE_REGISTRY: dict[str, TreeVerifier] = {v.name: v for v in _ENTRIES}
+
+
+def get_tree_verifier(verifier) -> TreeVerifier:
+    """Resolve a registry name (or pass a :class:`TreeVerifier` through).
+
+    >>> get_tree_verifier("block").kinds
+    ('chain',)
+    """
+    if isinstance(verifier, TreeVerifier):
+        return verifier
+    if isinstance(verifier, str) and verifier in TREE_REGISTRY:
+        return TREE_REGISTRY[verifier]
+    raise InvalidParameterError(
+        f"verifier must be a TreeVerifier or one of {', '.join(map(repr, TREE_REGISTRY))}; "
+        f"got {verifier!r}"
+    )
+
+
+def verify_tree(verifier, target, draft, tree, coins) -> tuple:
+    """Run a registered tree verifier after checking that it is valid for ``tree.kind``.
+
+    Parameters
+    ----------
+    verifier : str or TreeVerifier
+    target, draft : callable
+        ``prefix_tokens -> (V,)``.
+    tree : DraftTree
+    coins : Coins
+
+    Returns
+    -------
+    tuple of int
+        The emitted block: accepted draft tokens, then the correction or bonus token.
+
+    Examples
+    --------
+    >>> from spectheory.coins import RandomCoins
+    >>> from spectheory.trees import draft_chain
+    >>> model = lambda prefix: [0.0, 1.0]  # draft = target: everything is accepted
+    >>> chain = draft_chain(model, 3, RandomCoins(0))
+    >>> verify_tree("block", model, model, chain, RandomCoins(1))
+    (1, 1, 1, 1)
+    """
+    v = get_tree_verifier(verifier)
+    if not isinstance(tree, DraftTree):
+        raise InvalidParameterError(f"tree must be a DraftTree; got {type(tree).__name__}")
+    if tree.kind not in v.kinds:
+        raise InvalidParameterError(
+            f"verifier {v.name!r} is valid for trees of kind {v.kinds}; got a {tree.kind!r} tree"
+        )
+    return v.function(as_model(target, "target"), as_model(draft, "draft"), tree, coins)

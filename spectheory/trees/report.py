@@ -1,0 +1,285 @@
+"""Block efficiency of chain and tree methods on SmolLM2: ``python -m spectheory.trees.report``.
+
+For each prompt position (SmolLM2-135M-Instruct, a chat prompt plus a few
+target-sampled tokens) and node budget (drafted tokens, root excluded), every
+drafting scheme draws ``--trees`` trees from the early-exit draft
+(:class:`~spectheory.trees.lm.LMTreeModels`, one forward per new path, cached):
+
+=========  ==========================================================  ===================
+drafter    tree                                                        verifiers
+=========  ==========================================================  ===================
+chain      ``gamma = budget``                                          token, block, traversal
+spectr     2 i.i.d. sequences of ``budget/2`` tokens, merged           rrs, kseq, nss
+rsd_c      constant branching (2,1,1,1) / (2,2,1,1), w/o replacement   rrs_wor, traversal, nss
+rsd_s      stochastic beam search, width budget/4, depth 4             rrs_wor, traversal
+sequoia    Sequoia's DP tree for the measured rank acceptances         rrs_wor, traversal
+eagle      a fixed EAGLE-style sparse shape, w/o replacement           rrs_wor, traversal
+eagle_top  the same shape filled with the draft's top tokens           nss
+=========  ==========================================================  ===================
+
+Every tree is verified ``--trials`` times with fresh coins (numba replay for
+token, block, rrs and rrs_wor; the reference verifiers for the others, with
+``--ref-trials``).  The block efficiency :math:`\\tau` (bonus token included)
+is the mean over trees of each tree's mean block length, with a 95% Student-t
+interval over trees; orderings claimed by the papers (THEORY.md 9) are
+tested by paired differences on the same trees (or unpaired for different
+drafters).  Sequoia's rank-acceptance vector is measured on the evaluation
+positions' roots (RRS without replacement, 8 ranks, Monte Carlo).
+
+Writes ``tau.csv``, ``orderings.csv`` and ``tau.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["EAGLE_SHAPES", "main"]
+
+#: EAGLE-style sparse shapes (parent arrays) with 8 and 16 drafted tokens.
+EAGLE_SHAPES = {
+    8: (-1, 0, 0, 0, 1, 1, 2, 4, 7),
+    16: (-1, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3, 5, 5, 6, 8, 11, 15),
+}
+_RSD_C = {8: (2, 1, 1, 1), 16: (2, 2, 1, 1)}
+_KERNEL = ("token", "block", "rrs", "rrs_wor")
+
+
+def _drafters(budget, sequoia_shape):
+    from functools import partial
+
+    from . import draft_chain, draft_fixed, draft_rsd_c, draft_rsd_s, draft_spectr
+
+    return {
+        "chain": (partial(draft_chain, gamma=budget), ("token", "block", "traversal")),
+        "spectr": (
+            partial(draft_spectr, num_sequences=2, length=budget // 2),
+            ("rrs", "kseq", "nss"),
+        ),
+        "rsd_c": (partial(draft_rsd_c, branching=_RSD_C[budget]), ("rrs_wor", "traversal", "nss")),
+        "rsd_s": (partial(draft_rsd_s, width=budget // 4, depth=4), ("rrs_wor", "traversal")),
+        "sequoia": (partial(draft_fixed, shape=sequoia_shape), ("rrs_wor", "traversal")),
+        "eagle": (partial(draft_fixed, shape=EAGLE_SHAPES[budget]), ("rrs_wor", "traversal")),
+        "eagle_top": (partial(draft_fixed, shape=EAGLE_SHAPES[budget], fill="top"), ("nss",)),
+    }
+
+
+def _rank_acceptance(roots, ranks, trials, rng):
+    """P(the b-th draft drawn without replacement is accepted by RRSw), b = 1..ranks."""
+    from ..coins import RandomCoins
+    from ..drafting import sample_drafts
+    from ..verifiers import rrs_wor
+
+    coins = RandomCoins(rng)
+    hits = np.zeros(ranks)
+    total = 0
+    for p, q in roots:
+        drafts = sample_drafts(np.tile(q, (trials, 1)), ranks, "without_replacement", rng)
+        for d in drafts:
+            y = rrs_wor(p, q, tuple(int(x) for x in d), coins)
+            where = np.flatnonzero(d == y)
+            if where.size:
+                hits[where[0]] += 1
+        total += trials
+    return hits / total
+
+
+def _tree_means(verifier, trees, target, draft, trials, ref_trials, rng):
+    """Mean block length of each tree over fresh coin draws."""
+    from ..coins import RandomCoins
+    from ..sim.tree_replay import pack_trees, replay_blocks, replay_uniforms
+    from ._registry import get_tree_verifier
+
+    if verifier in _KERNEL:
+        rows_p = [np.array([target(t.path(j)) for j in range(t.size)]) for t in trees]
+        rows_q = [np.array([draft(t.path(j)) for j in range(t.size)]) for t in trees]
+        batch = pack_trees(trees, rows_p, rows_q)
+        u = rng.random((len(trees), trials, replay_uniforms(verifier, batch)))
+        return replay_blocks(verifier, batch, u)[1].mean(axis=1)
+    fn = get_tree_verifier(verifier).function
+    coins = RandomCoins(rng)
+    return np.array([np.mean([len(fn(target, draft, t, coins)) for _ in range(ref_trials)])
+                     for t in trees])  # fmt: skip
+
+
+def _ci(x):
+    """Mean and 95% Student-t interval over independent per-tree means."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    if x.size < 2:
+        return float(x.mean()), float("nan"), float("nan")
+    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+    return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
+
+
+def _diff_ci(a, b, paired):
+    """Difference of means, 95% interval: paired t, or Welch's t for different trees."""
+    from scipy import stats
+
+    if paired:
+        return _ci(np.asarray(a) - np.asarray(b))
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if va + vb > 0 else 1
+    d = a.mean() - b.mean()
+    half = stats.t.ppf(0.975, dof) * np.sqrt(va + vb)
+    return float(d), float(d - half), float(d + half)
+
+
+# (claim, budget-independent pair A, pair B, paired, source)
+_CLAIMS = [
+    ("block > token-level (chains)", ("chain", "block"), ("chain", "token"), True,
+     "Sun et al. 2403.10444"),
+    ("traversal = block on chains", ("chain", "traversal"), ("chain", "block"), True,
+     "Weng et al. 2505.12398 (equal law)"),
+    ("traversal > token-level per node (RSD-C)", ("rsd_c", "traversal"), ("rsd_c", "rrs_wor"),
+     True, "Weng et al. 2505.12398"),
+    ("traversal > token-level per node (EAGLE tree)", ("eagle", "traversal"),
+     ("eagle", "rrs_wor"), True, "Weng et al. 2505.12398"),
+    ("traversal > token-level per node (Sequoia tree)", ("sequoia", "traversal"),
+     ("sequoia", "rrs_wor"), True, "Weng et al. 2505.12398"),
+    ("SpecTr K-SEQ > SpecInfer RRS (same i.i.d. trees)", ("spectr", "kseq"), ("spectr", "rrs"),
+     True, "Sun et al. 2310.15141; Thomas et al."),
+    ("RRS > NSS (same i.i.d. trees)", ("spectr", "rrs"), ("spectr", "nss"), True,
+     "Miao et al. 2305.09781; Thomas et al."),
+    ("trees > chains: RSD-C RRSw > chain token-level", ("rsd_c", "rrs_wor"), ("chain", "token"),
+     False, "Jeon et al. 2402.14160"),
+    ("trees > chains: Sequoia > chain token-level", ("sequoia", "rrs_wor"), ("chain", "token"),
+     False, "Chen et al. 2402.12374"),
+    ("w/o replacement > i.i.d.: RSD-C RRSw > SpecTr RRS", ("rsd_c", "rrs_wor"),
+     ("spectr", "rrs"), False, "Jeon et al. 2402.14160"),
+    ("Sequoia tree > RSD-S (RRSw)", ("sequoia", "rrs_wor"), ("rsd_s", "rrs_wor"), False,
+     "Chen et al. 2402.12374"),
+]  # fmt: skip
+
+
+def _plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    budgets = sorted({r["budget"] for r in rows})
+    fig, axes = plt.subplots(1, len(budgets), figsize=(7 * len(budgets), 4.5), squeeze=False)
+    for ax, b in zip(axes[0], budgets, strict=True):
+        sub = [r for r in rows if r["budget"] == b]
+        labels = [f"{r['drafter']}\n{r['verifier']}" for r in sub]
+        tau = np.array([r["tau"] for r in sub])
+        err = np.array([[r["tau"] - r["ci_low"], r["ci_high"] - r["tau"]] for r in sub]).T
+        ax.bar(range(len(sub)), tau, yerr=err, capsize=3, color="tab:blue")
+        ax.set_xticks(range(len(sub)), labels, rotation=70, fontsize=7)
+        ax.set_ylabel("block efficiency τ (tokens per target call)")
+        ax.set_title(f"{b} drafted tokens")
+        ax.axhline(1.0, color="k", lw=0.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, format="png")
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    from .._files import atomic_path, write_csv
+    from ..coins import RandomCoins
+    from ..lm import PROMPTS, load_model
+    from ..solvers.sequoia import sequoia_tree
+    from .lm import LMTreeModels, chat_context
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="2 positions, budget 8, 2 trees each")
+    ap.add_argument("--out", default="trees_report", help="output folder")
+    ap.add_argument("--draft", default="exit:25", help="draft specification ('exit:L')")
+    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--prompts", type=int, default=6)
+    ap.add_argument("--offset", type=int, default=4, help="target-sampled tokens before the root")
+    ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16], choices=[8, 16])
+    ap.add_argument("--trees", type=int, default=6, help="trees per drafter and position")
+    ap.add_argument("--trials", type=int, default=2000, help="coin draws per tree (kernels)")
+    ap.add_argument("--ref-trials", type=int, default=100, help="coin draws (reference)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.prompts, args.budgets, args.trees, args.ref_trials = 2, [8], 2, 40
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.perf_counter()
+    loaded = load_model()
+    positions = []
+    for pid in range(args.prompts):
+        lm = LMTreeModels(loaded, chat_context(loaded, PROMPTS[pid][1]), args.draft,
+                          temperature=args.temperature)  # fmt: skip
+        path = ()
+        coins = RandomCoins(rng)
+        for _ in range(args.offset):
+            path = (*path, coins.categorical(lm.target(path)))
+        positions.append((lm, path))
+    print(f"model and {len(positions)} positions ready in {time.perf_counter() - t0:.0f} s")
+    roots = [(lm.target(path), lm.draft(path)) for lm, path in positions]
+    acc = _rank_acceptance(roots, 8, 300, rng)
+    print("rank acceptance (RRSw, ranks 1..8):", np.round(acc, 4).tolist())
+    means: dict = {}
+    for budget in args.budgets:
+        shape = sequoia_tree(acc, budget + 1).parents
+        print(f"budget {budget}: Sequoia tree {shape}")
+        for name, (drafter, verifiers) in _drafters(budget, shape).items():
+            for lm, prefix in positions:
+
+                def target(s, lm=lm, prefix=prefix):
+                    return lm.target(prefix + tuple(s))
+
+                def draft(s, lm=lm, prefix=prefix):
+                    return lm.draft(prefix + tuple(s))
+
+                coins = RandomCoins(rng)
+                trees = [drafter(draft, coins=coins) for _ in range(args.trees)]
+                for v in verifiers:
+                    m = _tree_means(v, trees, target, draft, args.trials, args.ref_trials, rng)
+                    means.setdefault((budget, name, v), []).extend(m.tolist())
+            print(f"  {name:9s} done ({time.perf_counter() - t0:.0f} s, "
+                  f"{sum(lm.forwards for lm, _ in positions)} forwards)")  # fmt: skip
+    rows = []
+    for (budget, name, v), m in means.items():
+        tau, lo, hi = _ci(m)
+        rows.append({"budget": budget, "drafter": name, "verifier": v, "trees": len(m),
+                     "tau": tau, "ci_low": lo, "ci_high": hi})  # fmt: skip
+    order = []
+    for budget in args.budgets:
+        for claim, a, b, paired, source in _CLAIMS:
+            ma, mb = means.get((budget, *a)), means.get((budget, *b))
+            if ma is None or mb is None:
+                continue
+            d, lo, hi = _diff_ci(ma, mb, paired)
+            verdict = "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved")
+            if claim.startswith("traversal = block"):
+                verdict = "consistent" if lo <= 0 <= hi else "differs"
+            order.append({"budget": budget, "claim": claim, "a": "/".join(a), "b": "/".join(b),
+                          "paired": paired, "diff": d, "ci_low": lo, "ci_high": hi,
+                          "verdict": verdict, "source": source})  # fmt: skip
+    write_csv(rows, out / "tau.csv", list(rows[0]))
+    if order:
+        write_csv(order, out / "orderings.csv", list(order[0]))
+    with atomic_path(out / "tau.png") as tmp:
+        _plot(rows, tmp)
+    print(f"\n{'budget':>6} {'drafter':>9} {'verifier':>9} {'trees':>5}  tau [95% CI]")
+    for r in rows:
+        print(f"{r['budget']:6d} {r['drafter']:>9} {r['verifier']:>9} {r['trees']:5d}  "
+              f"{r['tau']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")  # fmt: skip
+    print("\nOrderings claimed by the papers (difference A - B, 95% CI):")
+    for r in order:
+        print(f"  {r['budget']:2d}  {r['claim']:52s} {r['diff']:+.3f} "
+              f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]  {r['verdict']}")  # fmt: skip
+    print(
+        f"\nwrote {out / 'tau.csv'}, {out / 'orderings.csv'}, {out / 'tau.png'} "
+        f"in {time.perf_counter() - t0:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Tree node laws from the real model (the session fixture ``smol``): cache and KV consistency."""
+
+import numpy as np
+import pytest
+
+from spectheory import InvalidParameterError
+from spectheory.coins import RandomCoins
+from spectheory.distributions import process_logits
+from spectheory.lm.drafts import early_exit_logits
+from spectheory.trees import draft_rsd_c, verify_tree
+from spectheory.trees.lm import LMTreeModels
+
+
+def test_node_rows_match_a_full_forward_and_are_cached(smol):
+    import torch
+
+    context = np.array([1, 504, 3060, 314, 253], dtype=np.int64)
+    lm = LMTreeModels(smol, context, "exit:20")
+    tree = draft_rsd_c(lm.draft, (2, 1), RandomCoins(0))
+    block = verify_tree("traversal", lm.target, lm.draft, tree, RandomCoins(1))
+    assert 1 <= len(block) <= 3
+    path = tree.path(tree.size - 1)
+    lm.target(path)
+    forwards = lm.forwards
+    assert forwards <= tree.size + 1  # the context, then at most one per node
+    with torch.no_grad():
+        out = smol.model(input_ids=torch.tensor([[*context, *path]]), output_hidden_states=True)
+        hidden = tuple(h[:, -1] for h in out.hidden_states)
+        q = process_logits(early_exit_logits(smol.model, hidden, 20)[0].double().numpy())
+    p = process_logits(out.logits[0, -1].double().numpy())
+    # KV-cached and full forwards differ by float32 rounding only.
+    assert np.abs(lm.target(path) - p).sum() < 1e-3
+    assert np.abs(lm.draft(path) - q).sum() < 1e-3
+    assert lm.forwards == forwards  # cached
+    assert lm.target(path).shape == (smol.vocab_size,)
+
+
+def test_only_exit_drafts_are_functions_of_the_path(smol):
+    with pytest.raises(InvalidParameterError, match="exit:L"):
+        LMTreeModels(smol, [1, 2, 3], "ngram:3")
+    with pytest.raises(InvalidParameterError, match="context"):
+        LMTreeModels(smol, [], "exit:3")
