@@ -211,3 +211,14 @@ def test_hu2025_valid_rows_leave_out_degenerate_draft_laws():
     ok = hu2025.valid_rows(q, 2, "greedy")
     values = solve_bound(p[ok], q[ok], 2, "greedy").value  # no warning: filterwarnings = error
     assert np.all(np.isfinite(values))
+
+
+def test_blockverify_checks_fail_on_wrong_numbers(tmp_path, monkeypatch):
+    from fractions import Fraction
+
+    from spectheory.papers import blockverify
+
+    wrong = {**blockverify.KNOWN_ACCEPTED, "block": Fraction(10, 9)}
+    monkeypatch.setattr(blockverify, "KNOWN_ACCEPTED", wrong)
+    res = blockverify.reproduce(tmp_path, quick=True, progress=False)
+    assert [c.name for c in res.failed] == ["THEORY 8.3: accepted tokens, block"]

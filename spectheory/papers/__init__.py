@@ -12,7 +12,7 @@ tree indexes them and says where our setting differs.
 Examples
 --------
 >>> sorted(PAPERS)
-['hu2025', 'leviathan', 'scaling', 'specdecpp', 'spectr']
+['blockverify', 'hu2025', 'leviathan', 'scaling', 'specdecpp', 'spectr']
 >>> PAPERS["spectr"].arxiv
 '2310.15141'
 """
@@ -20,7 +20,7 @@ Examples
 from __future__ import annotations
 
 from .._errors import InvalidParameterError
-from . import hu2025, leviathan, scaling, specdecpp, spectr
+from . import blockverify, hu2025, leviathan, scaling, specdecpp, spectr
 from ._common import Check, Paper, PaperResult
 
 __all__ = ["PAPERS", "Check", "Paper", "PaperResult", "get_paper", "reproduce"]
@@ -76,6 +76,19 @@ _ENTRIES = [
 ]
 
 #: Registered reproductions by name.
+_ENTRIES.append(
+    Paper(
+        "blockverify",
+        "Sun et al. Block Verification Accelerates Speculative Decoding; Weng et al. Traversal "
+        "Verification for Speculative Tree Decoding",
+        "2403.10444, 2505.12398",
+        blockverify.reproduce,
+        "THEORY.md 8.3 (10/9 vs 11/9) and exact block efficiencies of token-level, block and "
+        "traversal verification on chains and trees of random Markov models",
+        needs_model=False,
+    )
+)
+
 PAPERS: dict[str, Paper] = {p.name: p for p in _ENTRIES}
 
 
