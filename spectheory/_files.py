@@ -37,6 +37,10 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield tmp
+        # mkstemp creates the file private (0600); give it the usual mode under the umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -85,3 +85,17 @@ def test_report_quick_on_the_real_model(smol, tmp_path):
 def test_report_rejects_unknown_section(tmp_path):
     with pytest.raises(ValueError, match="sections must be among"):
         build_report(tmp_path, sections=["nope"], progress=False)
+
+
+def test_atomic_writes_get_the_usual_mode_under_the_umask(tmp_path):
+    import os
+
+    from spectheory._files import atomic_path
+
+    old = os.umask(0o022)
+    try:
+        with atomic_path(tmp_path / "f.txt") as tmp:
+            open(tmp, "w").close()
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
