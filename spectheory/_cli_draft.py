@@ -37,6 +37,7 @@ def _cmd_train(args) -> int:
 
     settings = A.TrainSettings(
         arch=args.arch,
+        depth=args.depth,
         vocab=args.vocab or None,
         tokens=args.tokens,
         steps=args.steps,
@@ -62,7 +63,7 @@ def _cmd_train(args) -> int:
     t0 = time.perf_counter()
     _say(args, f"loading {args.model or 'smollm2-135m-instruct'} ...")
     loaded = load_model(args.model) if args.model else load_model()
-    A._check_layer(int(args.layer), loaded.num_layers)
+    A._check_layer(int(args.layer), loaded.num_layers, args.depth)
     _say(args, "building the corpus (the target samples its training continuations once) ...")
     corpus = build_corpus(loaded, corpus_settings, progress=not args.quiet)
     _say(
@@ -99,6 +100,7 @@ def _cmd_train(args) -> int:
 _SUMMARY_KEYS = (
     "layer",
     "arch",
+    "depth",
     "vocab_size",
     "train_tokens",
     "validation_kl_initial",
@@ -109,15 +111,17 @@ _SUMMARY_KEYS = (
 
 
 def _evaluation_dict(ev):
+    cis = ev.acceptance_ci() if ev.per_prompt else [(float("nan"),) * 2] * len(ev.temperatures)
     return {
         f"T={T:g}": {
             "acceptance": round(a, 4),
+            "ci95_prompts": [round(lo, 4), round(hi, 4)],
             "raw_exit": round(r, 4),
             "coverage": round(c, 4),
             "positions": n,
         }
-        for T, a, r, c, n in zip(
-            ev.temperatures, ev.acceptance, ev.raw_exit, ev.coverage, ev.positions
+        for T, a, r, c, n, (lo, hi) in zip(
+            ev.temperatures, ev.acceptance, ev.raw_exit, ev.coverage, ev.positions, cis
         )
     }
 
@@ -140,7 +144,7 @@ def _cmd_list(args) -> int:
         held = meta.get("held_out") or {}
         acc = ", ".join(f"{k}: {v['acceptance']:.3f}" for k, v in held.items()) or "not evaluated"
         print(
-            f"{name}: layer {meta.get('layer')}, {meta.get('arch')}, vocab "
+            f"{name}: layer {meta.get('layer')}, {meta.get('arch')} x{meta.get('depth', 1)}, vocab "
             f"{meta.get('vocab_size') or 'full'}, {meta.get('train_tokens')} training positions, "
             f"validation KL {meta.get('validation_kl', float('nan')):.4f}, held-out {acc}"
         )
@@ -212,6 +216,7 @@ def add_draft_parser(subparsers):
     t.add_argument("--batch-size", type=int, default=4, help="sequences per step")
     t.add_argument("--lr", type=float, default=2e-4, help="peak learning rate")
     t.add_argument("--arch", choices=("layer", "linear"), default="layer")
+    t.add_argument("--depth", type=int, default=1, help="decoder layers of a 'layer' adapter")
     t.add_argument("--vocab", type=int, default=8192, help="draft vocabulary (0: full)")
     t.add_argument("--doc-sequences", type=int, default=120, help="documentation sequences")
     t.add_argument("--seed", type=int, default=0)

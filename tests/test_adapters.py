@@ -52,6 +52,27 @@ def test_corpus_is_deterministic_chat_formatted_and_held_out(smol, tiny):
         CorpusSettings(max_len=10)
 
 
+def test_training_prompts_are_many_distinct_balanced_and_held_out():
+    from spectheory.lm.corpus import TRAINING_PROMPTS, training_prompts
+    from spectheory.lm.prompts import PROMPTS
+    from spectheory.lm.training_prompts import _by_category, generated_prompts
+
+    every = training_prompts()
+    assert every[: len(TRAINING_PROMPTS)] == TRAINING_PROMPTS
+    assert len(every) == len(set(every)) > 300
+    assert not set(every) & {p for _, p in PROMPTS}
+    assert generated_prompts() == generated_prompts()  # a pure function (seeded numbers)
+    # round-robin: any prefix of the generated list draws on every category
+    groups = [set(g) for g in _by_category()]
+    head = generated_prompts()[: 2 * len(groups)]
+    assert all(any(p in g for p in head) for g in groups)
+    assert training_prompts(5) == TRAINING_PROMPTS[:5]
+    # the prompt count enters the cache key of the sampled continuations
+    assert CorpusSettings(prompts=5).key() != CorpusSettings().key()
+    with pytest.raises(stt.InvalidParameterError, match="prompts"):
+        CorpusSettings(prompts=0)
+
+
 def test_initial_adapters_reproduce_the_raw_exits(smol):
     ids = torch.tensor([[1, 504, 3287, 314, 253, 600, 700, 12, 99]])
     pos = torch.arange(ids.shape[1])[None]
@@ -90,8 +111,38 @@ def test_vocabulary_subset_and_full_logits(smol):
         A.init_adapter(smol, LAYER, "linear", vocab=[5, 3])
     with pytest.raises(stt.InvalidParameterError, match="arch"):
         A.init_adapter(smol, LAYER, "mlp")
-    with pytest.raises(stt.InvalidParameterError, match=r"\[1, 28\]"):
+    with pytest.raises(stt.InvalidParameterError, match="at most 29.*layer 29, depth 1"):
         A.init_adapter(smol, 29)
+    with pytest.raises(stt.InvalidParameterError, match="layer 28, depth 2"):
+        A.init_adapter(smol, 28, depth=2)
+    with pytest.raises(stt.InvalidParameterError, match="depth must be 1"):
+        A.init_adapter(smol, LAYER, "linear", depth=2)
+    with pytest.raises(stt.InvalidParameterError, match="depth"):
+        A.TrainSettings(depth=0)
+
+
+def test_deeper_adapters_start_as_the_deeper_exit_and_save_and_load(smol, tmp_path):
+    ids = torch.tensor([[1, 504, 3287, 314, 253, 600]])
+    pos = torch.arange(ids.shape[1])[None]
+    with torch.no_grad():
+        hs = smol.model(ids, output_hidden_states=True).hidden_states
+        ad = A.init_adapter(smol, LAYER, "layer", depth=3)  # copies of layers L+1 .. L+3
+        torch.testing.assert_close(
+            ad.subset_logits(hs[LAYER], pos), lm.early_exit_logits(smol.model, hs, LAYER + 3)
+        )
+        cache, parts = {}, []  # one cache per layer of the stack
+        for a, b in ((0, 4), (4, 6)):
+            parts.append(ad.subset_logits(hs[LAYER][:, a:b], pos[:, a:b], cache))
+        assert sorted(cache) == [0, 1, 2]
+        torch.testing.assert_close(
+            torch.cat(parts, 1), ad.subset_logits(hs[LAYER], pos), atol=1e-4, rtol=1e-4
+        )
+    path = A.save_adapter(ad, tmp_path / "deep.safetensors")
+    back = A.load_adapter(smol, path)
+    assert back.depth == 3 and back.metadata["depth"] == 3
+    assert back.weights_sha256() == ad.weights_sha256()
+    n_module = sum(p.numel() for p in ad.module.parameters())
+    assert lm.draft_parameter_count(smol, ad) == lm.draft_parameter_count(smol, LAYER) + n_module
 
 
 def test_training_is_reproducible_and_lowers_the_kl(smol, tiny, trained):
@@ -171,6 +222,33 @@ def test_adapter_draft_in_a_trace(smol, trained, tmp_cache):
     assert settings.key() != key
 
 
+def test_held_out_evaluation_against_a_direct_computation(smol, trained, tmp_cache):
+    ev = A.evaluate_adapter(smol, trained, (1.0,), max_new_tokens=4, prompts=(3, 12))
+    (ids, b), (ids2, b2) = list(A.held_out_sequences(smol, 1.0, 4, prompts=(3, 12)))
+    # oracle: a fresh forward, full-vocabulary q (zero outside S), sum of min(p, q)
+    rows = []
+    with torch.no_grad():
+        for x, start in ((ids, b), (ids2, b2)):
+            out = smol.model(torch.as_tensor(x[None]), output_hidden_states=True)
+            p = torch.softmax(out.logits[0, start:].double(), -1)
+            pos = torch.arange(x.size)[None]
+            z = trained.full_logits(trained.subset_logits(out.hidden_states[LAYER], pos))
+            q = torch.softmax(z[0, start:].double(), -1)
+            rows.append((float(torch.minimum(p, q).sum()), p.shape[0]))
+    np.testing.assert_allclose(ev.per_prompt[0], np.array(rows), rtol=1e-9, atol=1e-9)
+    assert ev.acceptance[0] == pytest.approx(sum(r[0] for r in rows) / sum(r[1] for r in rows))
+    assert ev.acceptance[0] <= ev.coverage[0] + 1e-12 and ev.positions == (8,)
+    (lo, hi), = ev.acceptance_ci(n_boot=500)
+    assert lo <= ev.acceptance[0] <= hi
+    # paired resampling: the difference of a table with itself is exactly zero
+    (dlo, dhi), d = A.prompt_bootstrap(
+        [ev.per_prompt[0]] * 2, lambda r: r[0] - r[1], n_boot=100
+    )
+    assert dlo == dhi == d == 0.0
+    with pytest.raises(stt.InvalidParameterError, match="tables"):
+        A.prompt_bootstrap([np.zeros((3, 3))])
+
+
 def test_cost_ratio_and_parameters_of_an_adapter(smol, trained):
     cr = lm.measure_cost_ratio(smol, trained, repeats=2, context=8, warmup=0)
     assert cr.draft == f"adapter:{LAYER}" and cr.layer == LAYER and cr.c > 0
@@ -195,7 +273,7 @@ def test_cli_list_refuse_and_missing(smol, trained, tmp_cache, capsys, monkeypat
     assert "no adapters" in capsys.readouterr().out
     A.save_adapter(trained, A.adapter_path(LAYER), extra={"held_out": {}})
     assert _cli(["draft", "list"]) == 0
-    assert f"L{LAYER}: layer {LAYER}, layer, vocab 1024" in capsys.readouterr().out
+    assert f"L{LAYER}: layer {LAYER}, layer x1, vocab 1024" in capsys.readouterr().out
     assert _cli(["draft", "train", "--layer", str(LAYER)]) == 1
     assert "--force" in capsys.readouterr().err
     monkeypatch.setattr("spectheory.lm._loader.load_model", lambda *a, **k: smol)

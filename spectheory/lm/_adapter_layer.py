@@ -9,7 +9,10 @@ target's first ``L`` decoder layers, shape ``(B, T, d)``:
     from the target's layer ``L + 1`` (index ``L``), as Kangaroo [1]_ builds
     its adapter from a transformer block.  At initialisation the adapter
     maps :math:`h_L` to :math:`h_{L+1}` exactly, so the draft equals
-    ``exit:L+1``; training moves it towards the target's last layer.
+    ``exit:L+1``; training moves it towards the target's last layer.  With
+    ``depth`` :math:`k > 1`, :math:`k` such layers in sequence, copies of
+    the target's layers ``L + 1 .. L + k`` (the draft starts as
+    ``exit:L+k``): more trainable capacity for :math:`k` layers' cost.
 ``"linear"``
     A residual linear map :math:`h \mapsto h + W h` with :math:`W = 0` at
     initialisation, so the draft starts as ``exit:L`` exactly.
@@ -121,15 +124,34 @@ class ResidualLinear(nn.Module):
         return x + self.proj(x)
 
 
-def build(arch, model, layer):
-    """The untrained module of architecture ``arch`` for exit layer ``layer``."""
+class DecoderStack(nn.Module):
+    """Several :class:`DecoderLayer` in sequence, each with its own key-value cache."""
+
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+
+    def forward(self, x, cos, sin, cache=None):
+        for i, layer in enumerate(self.layers):
+            x = layer(x, cos, sin, None if cache is None else cache.setdefault(i, {}))
+        return x
+
+
+def build(arch, model, layer, depth=1):
+    """The untrained module of architecture ``arch`` for exit layer ``layer``.
+
+    ``depth`` decoder layers (``"layer"`` only): copies of the target's
+    layers ``layer + 1 .. layer + depth`` (indices ``layer ..``).
+    """
     if arch == "layer":
-        return DecoderLayer.from_target(model, layer)
+        if depth == 1:  # a bare layer: the parameter names of format-1 files
+            return DecoderLayer.from_target(model, layer)
+        return DecoderStack([DecoderLayer.from_target(model, layer + i) for i in range(depth)])
     return ResidualLinear(model.config.hidden_size)
 
 
-def empty(arch, model):
+def empty(arch, model, depth=1):
     """A module of the right shapes for loading saved weights into."""
     if arch == "layer":
-        return DecoderLayer.from_target(model, 0)
+        return build(arch, model, 0, depth)
     return ResidualLinear(model.config.hidden_size)

@@ -82,6 +82,7 @@ __all__ = [
     "adapter_name",
     "adapter_path",
     "evaluate_adapter",
+    "prompt_bootstrap",
     "held_out_sequences",
     "list_adapters",
     "load_adapter",
@@ -112,6 +113,9 @@ class TrainSettings:
     ----------
     arch : {"layer", "linear"}
         Adapter architecture (:mod:`._adapter_layer`).
+    depth : int
+        Decoder layers of a ``"layer"`` adapter (1 for ``"linear"``); the draft
+        ``adapter:L`` then costs :math:`L + \text{depth}` layers.
     vocab : int or None
         Size of the draft's vocabulary subset :math:`S`; ``None`` keeps the
         full vocabulary.
@@ -133,6 +137,7 @@ class TrainSettings:
     """
 
     arch: str = "layer"
+    depth: int = 1
     vocab: int | None = 8192
     tokens: int | None = None
     steps: int = 150
@@ -145,6 +150,9 @@ class TrainSettings:
     def __post_init__(self):
         if self.arch not in ARCHITECTURES:
             raise InvalidParameterError(f"arch must be one of {ARCHITECTURES}; got {self.arch!r}")
+        check_positive_int(self.depth, "depth")
+        if self.arch == "linear" and self.depth != 1:
+            raise InvalidParameterError(f"depth must be 1 for arch 'linear'; got {self.depth!r}")
         if self.vocab is not None:
             check_positive_int(self.vocab, "vocab")
         if self.tokens is not None:
@@ -184,6 +192,8 @@ class Adapter:
     vocab : torch.Tensor, int64 (K,) or None
         The draft vocabulary :math:`S` (sorted ids), or ``None`` for all.
     arch : str
+    depth : int
+        Decoder layers of the module (1 for ``"linear"``).
     metadata : dict
     path : pathlib.Path or None
         Where it was loaded from or saved to.
@@ -194,6 +204,7 @@ class Adapter:
     module: object
     vocab: object
     arch: str
+    depth: int = 1
     metadata: dict = field(default_factory=dict)
     path: Path | None = None
 
@@ -264,18 +275,21 @@ def _state_arrays(adapter):
     return out
 
 
-def init_adapter(loaded, layer: int, arch: str = "layer", vocab=None) -> Adapter:
+def init_adapter(loaded, layer: int, arch: str = "layer", vocab=None, depth: int = 1) -> Adapter:
     """An untrained adapter for exit layer ``layer``.
 
-    ``"layer"``: a copy of the target's layer ``layer + 1`` (so the draft is
-    ``exit:layer+1``); ``"linear"``: zero residual map (the draft is
-    ``exit:layer``).  ``vocab``: sorted token ids of :math:`S`, or ``None``.
+    ``"layer"``: a copy of the target's layers ``layer + 1 .. layer + depth``
+    (so the draft is ``exit:layer+depth``); ``"linear"``: zero residual map
+    (the draft is ``exit:layer``).  ``vocab``: sorted token ids of
+    :math:`S`, or ``None``.
     """
     import torch
 
-    layer = _check_layer(layer, loaded.num_layers)
+    layer = _check_layer(layer, loaded.num_layers, depth)
     if arch not in ARCHITECTURES:
         raise InvalidParameterError(f"arch must be one of {ARCHITECTURES}; got {arch!r}")
+    if arch == "linear" and depth != 1:
+        raise InvalidParameterError(f"depth must be 1 for arch 'linear'; got {depth!r}")
     if vocab is not None:
         vocab = torch.as_tensor(np.asarray(vocab, dtype=np.int64))
         if vocab.ndim != 1 or vocab.numel() == 0 or not bool((vocab[1:] > vocab[:-1]).all()):
@@ -284,16 +298,19 @@ def init_adapter(loaded, layer: int, arch: str = "layer", vocab=None) -> Adapter
             raise InvalidParameterError(f"vocab ids must lie in [0, {loaded.vocab_size})")
     from ._adapter_layer import build
 
-    module = build(arch, loaded.model, layer)
-    return Adapter(model=loaded.model, layer=layer, module=module, vocab=vocab, arch=arch)
+    module = build(arch, loaded.model, layer, depth)
+    return Adapter(
+        model=loaded.model, layer=layer, module=module, vocab=vocab, arch=arch, depth=depth
+    )
 
 
-def _check_layer(layer, num_layers):
+def _check_layer(layer, num_layers, depth=1):
     layer = check_positive_int(layer, "layer")
-    if layer >= num_layers - 1 and num_layers > 2:
+    depth = check_positive_int(depth, "depth")
+    if layer + depth > num_layers - 1 and num_layers > 2:
         raise InvalidParameterError(
-            f"adapter exit layer must be in [1, {num_layers - 2}] (an adapter after layer "
-            f"{num_layers - 1} would cost as much as the target); got {layer}"
+            f"adapter exit layer + depth must be at most {num_layers - 1} (a deeper draft would "
+            f"cost as much as the target); got layer {layer}, depth {depth}"
         )
     return layer
 
@@ -501,7 +518,7 @@ def train_adapter(
     t0 = time.perf_counter()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(settings.seed))
-        adapter = init_adapter(loaded, layer, settings.arch, vocab)
+        adapter = init_adapter(loaded, layer, settings.arch, vocab, settings.depth)
         params = [p for p in adapter.module.parameters()]
         opt = torch.optim.AdamW(
             params, lr=settings.lr, weight_decay=settings.weight_decay, betas=(0.9, 0.98)
@@ -545,6 +562,7 @@ def train_adapter(
         "format": _FORMAT,
         "layer": int(layer),
         "arch": settings.arch,
+        "depth": settings.depth,
         "settings": dataclasses.asdict(settings),
         "optimiser": {
             "name": "AdamW",
@@ -621,6 +639,7 @@ def save_adapter(adapter: Adapter, path=None, *, extra: dict | None = None) -> P
         format=_FORMAT,
         layer=int(adapter.layer),
         arch=adapter.arch,
+        depth=int(adapter.depth),
         vocab_size=None if adapter.vocab is None else int(adapter.vocab.numel()),
         spectheory_version=__version__,
         checksums={k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in tensors.items()},
@@ -681,12 +700,15 @@ def load_adapter(loaded, path) -> Adapter:
     for k, v in tensors.items():
         if hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest() != sums[k]:
             raise TraceError(f"adapter file {str(path)!r}: tensor {k!r} fails its SHA-256 checksum")
-    layer = _check_layer(int(meta["layer"]), loaded.num_layers)
+    depth = meta.get("depth", 1)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise TraceError(f"adapter file {str(path)!r} has an invalid depth {depth!r}")
+    layer = _check_layer(int(meta["layer"]), loaded.num_layers, depth)
     from ._adapter_layer import empty
 
     if meta.get("arch") not in ARCHITECTURES:
         raise TraceError(f"adapter file {str(path)!r} has an unknown arch {meta.get('arch')!r}")
-    module = empty(meta["arch"], loaded.model)
+    module = empty(meta["arch"], loaded.model, depth)
     state = {k.split("/", 1)[1]: torch.from_numpy(v.copy()) for k, v in tensors.items() if "/" in k}
     try:
         module.load_state_dict(state, strict=True)
@@ -700,6 +722,7 @@ def load_adapter(loaded, path) -> Adapter:
         module=module,
         vocab=vocab,
         arch=meta["arch"],
+        depth=depth,
         metadata=meta,
         path=path,
     )
@@ -746,6 +769,10 @@ class AdapterEvaluation:
     coverage : tuple of float
         Mean :math:`p_t(S)` (1 without a subset): the ceiling of the acceptance.
     positions : tuple of int
+    per_prompt : tuple of ndarray (P, 2)
+        Per temperature and held-out prompt: the sum of
+        :math:`\sum_x \min(p_t, q_t)` over its positions, and their number
+        (the unit of resampling of :meth:`acceptance_ci`).
     """
 
     temperatures: tuple
@@ -753,6 +780,66 @@ class AdapterEvaluation:
     raw_exit: tuple
     coverage: tuple
     positions: tuple
+    per_prompt: tuple = ()
+
+    def acceptance_ci(self, level=0.95, n_boot=2000, seed=0):
+        r"""Percentile bootstrap intervals of :attr:`acceptance`, resampling prompts.
+
+        Positions within a prompt are dependent, so whole prompts are
+        resampled (a cluster bootstrap); the statistic is the ratio
+        :math:`\sum_{\text{prompts}} \text{sum} / \sum_{\text{prompts}} \text{count}`.
+
+        Returns
+        -------
+        tuple of (lo, hi), one per temperature.
+        """
+        return tuple(
+            prompt_bootstrap([pp], level=level, n_boot=n_boot, seed=seed)[0]
+            for pp in self.per_prompt
+        )
+
+
+def prompt_bootstrap(tables, statistic=None, *, level=0.95, n_boot=2000, seed=0):
+    r"""Cluster-bootstrap interval of a statistic of several per-prompt tables.
+
+    Parameters
+    ----------
+    tables : sequence of ndarray (P, 2)
+        Per draft (or condition), ``(sum, count)`` per held-out prompt, the
+        prompts in the same order in every table: one resample of prompt
+        indices is applied to all tables alike (paired).
+    statistic : callable, optional
+        Maps the vector of ratio estimates (one per table) to a float; default
+        is the first table's ratio.
+    level : float in (0, 1)
+    n_boot : int
+    seed : int
+
+    Returns
+    -------
+    (lo, hi), and the point estimate: ``((lo, hi), value)``.
+
+    Examples
+    --------
+    >>> t = np.array([[1.0, 2.0], [3.0, 4.0], [2.0, 4.0]])
+    >>> (lo, hi), v = prompt_bootstrap([t], n_boot=200)
+    >>> round(v, 4), bool(lo <= v <= hi)
+    (0.6, True)
+    """
+    if not 0 < level < 1:
+        raise InvalidParameterError(f"level must be in (0, 1); got {level!r}")
+    n_boot = check_positive_int(n_boot, "n_boot")
+    arrs = [np.asarray(t, dtype=np.float64) for t in tables]
+    if not arrs or any(a.ndim != 2 or a.shape[1] != 2 or a.shape != arrs[0].shape for a in arrs):
+        raise InvalidParameterError("tables must be equal-shaped (P, 2) arrays of (sum, count)")
+    stat = statistic or (lambda r: float(r[0]))
+    value = stat(np.array([a[:, 0].sum() / a[:, 1].sum() for a in arrs]))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, arrs[0].shape[0], size=(n_boot, arrs[0].shape[0]))
+    ratios = np.stack([a[idx, 0].sum(1) / a[idx, 1].sum(1) for a in arrs], axis=1)
+    boots = np.array([stat(r) for r in ratios])
+    lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return (float(lo), float(hi)), value
 
 
 def held_out_sequences(loaded, temperature, max_new_tokens=24, prompts=None):
@@ -802,9 +889,9 @@ def evaluate_adapter(
     from .drafts import early_exit_logits
 
     temps = tuple(_check_temperature(t, "temperatures") for t in temperatures)
-    accs, raws, covs, npos = [], [], [], []
+    accs, raws, covs, npos, per = [], [], [], [], []
     for T in temps:
-        tot, n = np.zeros(3), 0
+        tot, n, rows = np.zeros(3), 0, []
         with torch.no_grad():
             for ids, b in held_out_sequences(loaded, T, max_new_tokens, prompts):
                 out = loaded.model(
@@ -817,22 +904,22 @@ def evaluate_adapter(
                 raw = early_exit_logits(loaded.model, out.hidden_states, adapter.layer)[0, b:]
                 praw = _softmax_t(raw.double(), T)
                 pS = p if adapter.vocab is None else p[:, adapter.vocab]
-                tot += [
-                    float(torch.minimum(pS, q).sum()),
-                    float(torch.minimum(p, praw).sum()),
-                    float(pS.sum()),
-                ]
+                acc = float(torch.minimum(pS, q).sum())
+                tot += [acc, float(torch.minimum(p, praw).sum()), float(pS.sum())]
                 n += p.shape[0]
+                rows.append((acc, p.shape[0]))
         accs.append(tot[0] / n)
         raws.append(tot[1] / n)
         covs.append(tot[2] / n)
         npos.append(n)
+        per.append(np.asarray(rows, dtype=np.float64))
     return AdapterEvaluation(
         temperatures=temps,
         acceptance=tuple(accs),
         raw_exit=tuple(raws),
         coverage=tuple(covs),
         positions=tuple(npos),
+        per_prompt=tuple(per),
     )
 
 

@@ -10,11 +10,12 @@ machine, in the target's chat format (one user turn, then an assistant turn):
     names it (teacher forcing: the text is *not* the target's own output,
     but its distributions on it are the training labels).
 ``"sampled"`` sequences
-    The target's own continuations of :data:`TRAINING_PROMPTS` (written for
-    this module, none of them among the 38 held-out evaluation prompts of
-    :mod:`spectheory.lm.prompts`), sampled at temperatures 0.7 and 1.0
-    (alternating), in one left-padded batch with a key-value cache:
-    on-distribution text for a draft.
+    The target's own continuations of :func:`training_prompts` (the 48
+    hand-written :data:`TRAINING_PROMPTS`, then the generated prompts of
+    :mod:`.training_prompts`; none of them is among the 38 held-out evaluation
+    prompts of :mod:`spectheory.lm.prompts`), sampled at temperatures 0.7 and
+    1.0 (alternating), in left-padded batches with a key-value cache:
+    on-distribution text for a draft, and the bulk of the corpus.
 
 Every sequence is chat-formatted with the target's template; ``loss_start``
 marks the first position whose next token belongs to the assistant turn, so
@@ -41,7 +42,14 @@ from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
 from .prompts import PROMPTS
 
-__all__ = ["DOC_MODULES", "TRAINING_PROMPTS", "Corpus", "CorpusSettings", "build_corpus"]
+__all__ = [
+    "DOC_MODULES",
+    "TRAINING_PROMPTS",
+    "Corpus",
+    "CorpusSettings",
+    "build_corpus",
+    "training_prompts",
+]
 
 #: Training prompts (written for this module; disjoint from the evaluation prompts).
 TRAINING_PROMPTS: tuple[str, ...] = (
@@ -150,6 +158,9 @@ class CorpusSettings:
         into several answers to the same question).
     doc_sequences : int
         Documentation sequences kept (in a fixed order: topics, then modules).
+    prompts : int or None
+        Training prompts used: the first ``prompts`` of :func:`training_prompts`
+        (``None``: all of them).
     samples_per_prompt : int
         Sampled continuations per training prompt; the temperature alternates
         between 0.7 and 1.0 over the prompts and rounds.
@@ -161,8 +172,9 @@ class CorpusSettings:
 
     max_len: int = 160
     doc_sequences: int = 120
-    samples_per_prompt: int = 1
-    sampled_tokens: int = 48
+    prompts: int | None = None
+    samples_per_prompt: int = 2
+    sampled_tokens: int = 64
     seed: int = 0
 
     def __post_init__(self):
@@ -172,6 +184,8 @@ class CorpusSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise InvalidParameterError(f"{name} must be an integer >= 0; got {v!r}")
+        if self.prompts is not None:
+            check_positive_int(self.prompts, "prompts")
         if self.max_len < 48:
             raise InvalidParameterError(f"max_len must be >= 48; got {self.max_len!r}")
 
@@ -181,7 +195,7 @@ class CorpusSettings:
             {
                 **dataclasses.asdict(self),
                 "python": sys.version.split()[0],
-                "prompts": TRAINING_PROMPTS,
+                "prompts": training_prompts(self.prompts),
                 "modules": DOC_MODULES,
             },
             sort_keys=True,
@@ -233,6 +247,25 @@ class Corpus:
             sources=tuple(self.sources[i] for i in idx),
             settings=self.settings,
         )
+
+
+def training_prompts(count: int | None = None) -> tuple[str, ...]:
+    """The prompts whose continuations the target samples: hand-written, then generated.
+
+    Parameters
+    ----------
+    count : int, optional
+        Keep the first ``count`` (default: all).
+
+    >>> training_prompts(2) == TRAINING_PROMPTS[:2]
+    True
+    """
+    from .training_prompts import generated_prompts
+
+    out = TRAINING_PROMPTS + tuple(p for p in generated_prompts() if p not in TRAINING_PROMPTS)
+    if count is None:
+        return out
+    return out[: check_positive_int(count, "prompts")]
 
 
 def _doc_texts():
@@ -288,9 +321,9 @@ def _sample_continuations(loaded, settings, progress):
     jobs = [
         (temps[(i + r) % len(temps)], r, q)
         for r in range(settings.samples_per_prompt)
-        for i, q in enumerate(TRAINING_PROMPTS)
+        for i, q in enumerate(training_prompts(settings.prompts))
     ]
-    batch = 48
+    batch = 64
     for b0 in range(0, len(jobs), batch):
         chunk = jobs[b0 : b0 + batch]
         prefixes = [_chat_prefix(tok, q) for _, _, q in chunk]
@@ -346,7 +379,7 @@ def build_corpus(
     ----------
     loaded : spectheory.lm.LoadedModel
         The target: its tokenizer formats every sequence and it samples the
-        continuations of :data:`TRAINING_PROMPTS`.
+        continuations of :func:`training_prompts`.
     settings : CorpusSettings, optional
     cache : bool
         Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``.
@@ -407,4 +440,4 @@ def held_out_overlap() -> tuple[str, ...]:
     ()
     """
     held = {p for _, p in PROMPTS}
-    return tuple(p for p in TRAINING_PROMPTS if p in held)
+    return tuple(p for p in training_prompts() if p in held)

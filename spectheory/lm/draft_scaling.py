@@ -124,36 +124,75 @@ def optimal_width(alpha, batches, target_params, draft_params, roofline=None):
     return np.asarray(ns), np.asarray(ss)
 
 
-def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, limit):
-    """Target and adapter distributions (float64, (N, V)) on held-out positions."""
+def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, per_prompt):
+    """Target and adapter distributions on held-out positions, and each position's prompt.
+
+    Returns ``p``, ``q`` (float64, (N, V)) and ``prompt`` (int, (N,)): the
+    first ``per_prompt`` positions of every held-out prompt, so that the
+    sample spans all prompts (the unit of the bootstrap).
+    """
     import torch
 
     from .adapters import _softmax_t, held_out_sequences
 
-    ps, qs, n = [], [], 0
+    ps, qs, ids_of = [], [], []
     with torch.no_grad():
-        for ids, b in held_out_sequences(loaded, temperature, max_new_tokens, prompts):
+        for j, (ids, b) in enumerate(
+            held_out_sequences(loaded, temperature, max_new_tokens, prompts)
+        ):
             out = loaded.model(
                 input_ids=torch.as_tensor(ids[None]), output_hidden_states=True, use_cache=False
             )
             pos = torch.arange(ids.size)[None]
             z = adapter.full_logits(adapter.subset_logits(out.hidden_states[adapter.layer], pos))
-            ps.append(_softmax_t(out.logits[0, b:].double(), temperature).numpy())
-            qs.append(_softmax_t(z[0, b:].double(), temperature).numpy())
-            n += ps[-1].shape[0]
-            if n >= limit:
-                break
-    return np.concatenate(ps)[:limit], np.concatenate(qs)[:limit]
+            e = min(ids.size, b + per_prompt)
+            ps.append(_softmax_t(out.logits[0, b:e].double(), temperature).numpy())
+            qs.append(_softmax_t(z[0, b:e].double(), temperature).numpy())
+            ids_of.append(np.full(e - b, j))
+    return np.concatenate(ps), np.concatenate(qs), np.concatenate(ids_of)
 
 
-def _plot(path, x, y, fit, xlabel, ylabel, title, logx=True):
+def _slope(x, y):
+    """OLS slope of ``y`` on ``log10 x`` (y may be (..., n))."""
+    u = np.log10(np.asarray(x, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64)
+    uc = u - u.mean()
+    return (y * uc).sum(-1) / (uc**2).sum()
+
+
+def _t_interval(fit, level=0.95):
+    """Classical OLS t-interval of the slope of a :class:`LogLinearFit`."""
+    from scipy import stats
+
+    u = np.log(fit.x) / np.log(fit.base)
+    se = fit.residual_std / np.sqrt(np.sum((u - u.mean()) ** 2))
+    half = stats.t.ppf(0.5 + level / 2, fit.n - 2) * se
+    return fit.slope - half, fit.slope + half
+
+
+def _prompt_slope_interval(x, tables, *, level=0.95, n_boot=2000, seed=0):
+    """Interval of the slope from resampling held-out prompts (paired across the points)."""
+    from .adapters import prompt_bootstrap
+
+    (lo, hi), _ = prompt_bootstrap(
+        tables, lambda r: float(_slope(x, r)), level=level, n_boot=n_boot, seed=seed
+    )
+    return lo, hi
+
+
+def _plot(path, x, y, fit, xlabel, ylabel, title, logx=True, yerr=None):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(x, y, "o", label="measured")
+    if yerr is None:
+        ax.plot(x, y, "o", label="measured")
+    else:
+        lo, hi = (np.asarray(v, dtype=np.float64) for v in yerr)
+        err = [np.asarray(y) - lo, hi - np.asarray(y)]
+        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, label="measured (95% prompt bootstrap)")
     if fit is not None:
         xs = np.geomspace(min(x), max(x), 50)
         ax.plot(
@@ -173,13 +212,16 @@ def _plot(path, x, y, fit, xlabel, ylabel, title, logx=True):
     plt.close(fig)
 
 
-def _fit_row(name, fit):
+def _fit_row(name, fit, prompt_ci):
+    t_lo, t_hi = _t_interval(fit)
     return {
         "law": name,
         "intercept": round(fit.intercept, 5),
         "slope_per_decade": round(fit.slope, 5),
-        "slope_ci_low": round(float(fit.slope_ci[0]), 5),
-        "slope_ci_high": round(float(fit.slope_ci[1]), 5),
+        "slope_ci_low": round(float(t_lo), 5),
+        "slope_ci_high": round(float(t_hi), 5),
+        "slope_ci_prompts_low": round(float(prompt_ci[0]), 5),
+        "slope_ci_prompts_high": round(float(prompt_ci[1]), 5),
         "r_squared": round(fit.r_squared, 4),
         "n_points": fit.n,
     }
@@ -191,28 +233,80 @@ QUICK = {
     "token_layer": 4,
     "tokens": (60, 120, 200),
     "train": {"steps": 3, "batch_size": 2, "vocab": 1024},
-    "prompts": (3, 12),
+    "prompts": (3, 12, 20),
     "max_new_tokens": 4,
     "temperatures": (1.0,),
-    "limit": 8,
+    "per_prompt": 3,
     "ns": 8,
+    "n_boot": 200,
 }
 FULL = {
     "corpus": {},
-    "layers": (4, 8, 12, 16),
-    "token_layer": 10,
-    "tokens": (1000, 2000, 4000, 8000),
-    "train": {},
+    "layers": (2, 4, 6, 8, 10, 12, 14),
+    "token_layer": 12,
+    "tokens": (3000, 6000, 12000, 24000, 48000),
+    "train": {"steps": 400, "batch_size": 8, "lr": 1e-3},
     "prompts": None,
     "max_new_tokens": 24,
     "temperatures": (0.7, 1.0),
-    "limit": 256,
+    "per_prompt": 8,
     "ns": 32,
+    "n_boot": 2000,
 }
 
 
+def _law(out, fits, name, x, evals, temps, xlabel, title, n_boot):
+    """Fit one acceptance law per temperature, with its intervals and a figure."""
+    from ..solvers.scaling import fit_log_linear
+
+    for k, T in enumerate(temps):
+        y = [ev.acceptance[k] for ev in evals]
+        tables = [ev.per_prompt[k] for ev in evals]
+        f = fit_log_linear(x, y)
+        fits.append(
+            _fit_row(f"{name} T={T:g}", f, _prompt_slope_interval(x, tables, n_boot=n_boot))
+        )
+        cis = [ev.acceptance_ci(n_boot=n_boot)[k] for ev in evals]
+        _plot(
+            out / f"{name}_T{T:g}.png",
+            x,
+            y,
+            f,
+            xlabel,
+            "held-out acceptance",
+            f"{title}, T={T:g}",
+            yerr=([c[0] for c in cis], [c[1] for c in cis]),
+        )
+
+
+def _width_law(alpha_pos, prompt_ids, batches, Pt, Pd, n_boot, seed=0):
+    """n*(B) from the mean of per-position alpha(n), and a prompt-bootstrap slope interval."""
+    from ..solvers.scaling import fit_log_linear
+
+    alpha = alpha_pos.mean(0)
+    n_star, s_star = optimal_width(alpha, batches, Pt, Pd)
+    fit = fit_log_linear(batches, n_star)
+    groups = [np.flatnonzero(prompt_ids == j) for j in np.unique(prompt_ids)]
+    rng = np.random.default_rng(seed)
+    slopes = []
+    for _ in range(n_boot):
+        pick = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+        ns_b, _ = optimal_width(alpha_pos[pick].mean(0), batches, Pt, Pd)
+        slopes.append(_slope(batches, ns_b))
+    ci = tuple(np.percentile(slopes, [2.5, 97.5]))
+    return alpha, n_star, s_star, fit, ci
+
+
 def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
-    """Measure the three laws, write ``out/*.csv``, ``*.png`` and ``comparison.txt``.
+    r"""Measure the three laws, write ``out/*.csv``, ``*.png`` and ``comparison.txt``.
+
+    Every law is a least-squares fit of :math:`y = a + b \log_{10} x`
+    (:func:`spectheory.solvers.fit_log_linear`) with two 95% intervals for the
+    slope :math:`b`: the classical OLS t-interval (scatter about the line,
+    ``slope_ci_low/high``) and a cluster bootstrap over the held-out prompts,
+    applied to all points of a law at once (evaluation noise,
+    ``slope_ci_prompts_low/high``).  Figures show each point's
+    prompt-bootstrap interval.
 
     Returns
     -------
@@ -220,7 +314,6 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         ``{"capacity": rows, "tokens": rows, "width": rows, "fits": rows}``.
     """
     from .. import _files
-    from ..solvers.scaling import fit_log_linear
     from . import adapters as A
     from .acceptance import PUBLISHED_SLOPES, draft_parameter_count
     from .corpus import CorpusSettings, build_corpus
@@ -238,85 +331,96 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
     say(f"teacher pass over {len(corpus.sequences)} sequences for layers {layers} ...")
     states = A.teacher_states(loaded, corpus, layers, progress=progress)
     base = A.TrainSettings(seed=seed, **cfg["train"])
-    evals = {"temperatures": cfg["temperatures"], "max_new_tokens": cfg["max_new_tokens"]}
+    temps = cfg["temperatures"]
+    evals = {"temperatures": temps, "max_new_tokens": cfg["max_new_tokens"]}
     evals["prompts"] = cfg["prompts"]
 
-    cap_rows, adapters = [], {}
+    cap_rows, adapters, cap_evals = [], {}, []
     for L in cfg["layers"]:
         say(f"capacity: training the adapter at layer {L} ...")
         ad = A.train_adapter(loaded, states, L, base, progress=progress)
         adapters[L] = ad
         ev = A.evaluate_adapter(loaded, ad, **evals)
-        for T, acc, raw, cov in zip(ev.temperatures, ev.acceptance, ev.raw_exit, ev.coverage):
+        cap_evals.append(ev)
+        for k, T in enumerate(temps):
+            lo, hi = ev.acceptance_ci(n_boot=cfg["n_boot"])[k]
             cap_rows.append(
                 {
                     "layer": L,
                     "parameters": draft_parameter_count(loaded, ad),
                     "temperature": T,
-                    "acceptance": round(acc, 5),
-                    "raw_exit": round(raw, 5),
-                    "coverage": round(cov, 5),
+                    "acceptance": round(ev.acceptance[k], 5),
+                    "ci_low": round(lo, 5),
+                    "ci_high": round(hi, 5),
+                    "raw_exit": round(ev.raw_exit[k], 5),
+                    "coverage": round(ev.coverage[k], 5),
                     "validation_kl": round(ad.metadata["validation_kl"], 5),
                 }
             )
-    tok_rows = []
+    tok_rows, tok_evals, tok_x = [], [], []
     for D in cfg["tokens"]:
         say(f"tokens: training the layer-{cfg['token_layer']} adapter on {D} positions ...")
         s = A.TrainSettings(**{**base.__dict__, "tokens": D})
         ad = A.train_adapter(loaded, states, cfg["token_layer"], s, progress=progress)
         ev = A.evaluate_adapter(loaded, ad, **evals)
-        for T, acc in zip(ev.temperatures, ev.acceptance):
+        tok_evals.append(ev)
+        tok_x.append(ad.metadata["train_tokens"])
+        for k, T in enumerate(temps):
+            lo, hi = ev.acceptance_ci(n_boot=cfg["n_boot"])[k]
             tok_rows.append(
                 {
                     "layer": cfg["token_layer"],
                     "tokens": ad.metadata["train_tokens"],
                     "requested": D,
                     "temperature": T,
-                    "acceptance": round(acc, 5),
+                    "acceptance": round(ev.acceptance[k], 5),
+                    "ci_low": round(lo, 5),
+                    "ci_high": round(hi, 5),
                     "validation_kl": round(ad.metadata["validation_kl"], 5),
                 }
             )
     fits = []
-    for T in cfg["temperatures"]:
-        rows = [r for r in cap_rows if r["temperature"] == T]
-        f = fit_log_linear([r["parameters"] for r in rows], [r["acceptance"] for r in rows])
-        fits.append(_fit_row(f"capacity T={T:g}", f))
-        _plot(
-            out / f"capacity_T{T:g}.png",
-            [r["parameters"] for r in rows],
-            [r["acceptance"] for r in rows],
-            f,
-            "draft parameters",
-            "held-out acceptance",
-            f"adapter drafts, SmolLM2-135M, T={T:g}",
-        )
-        rows = [r for r in tok_rows if r["temperature"] == T]
-        f = fit_log_linear([r["tokens"] for r in rows], [r["acceptance"] for r in rows])
-        fits.append(_fit_row(f"tokens T={T:g}", f))
-        _plot(
-            out / f"tokens_T{T:g}.png",
-            [r["tokens"] for r in rows],
-            [r["acceptance"] for r in rows],
-            f,
-            "training positions",
-            "held-out acceptance",
-            f"adapter at layer {cfg['token_layer']}, T={T:g}",
-        )
+    params = [draft_parameter_count(loaded, adapters[L]) for L in cfg["layers"]]
+    _law(
+        out,
+        fits,
+        "capacity",
+        params,
+        cap_evals,
+        temps,
+        "draft parameters (shared trunk + adapter + head rows)",
+        "adapter drafts, SmolLM2-135M",
+        cfg["n_boot"],
+    )
+    _law(
+        out,
+        fits,
+        "tokens",
+        tok_x,
+        tok_evals,
+        temps,
+        "training positions",
+        f"adapter at layer {cfg['token_layer']}",
+        cfg["n_boot"],
+    )
 
     # batch size: alpha(n) of the largest-capacity adapter, at the last temperature
     import spectheory
 
     L_best = max(adapters)
-    T = cfg["temperatures"][-1]
-    p, q = _held_out_pq(
-        loaded, adapters[L_best], T, cfg["prompts"], cfg["max_new_tokens"], cfg["limit"]
+    T = temps[-1]
+    say(f"batch size: alpha(n) of adapter:{L_best} at T={T:g} ...")
+    p, q, prompt_ids = _held_out_pq(
+        loaded, adapters[L_best], T, cfg["prompts"], cfg["max_new_tokens"], cfg["per_prompt"]
     )
     ns = range(1, cfg["ns"] + 1)
-    alpha = np.array([float(np.mean(spectheory.bound(p, q, n=n, sampling="iid"))) for n in ns])
+    alpha_pos = np.stack([spectheory.bound(p, q, n=n, sampling="iid") for n in ns], axis=1)
     batches = 2 ** np.arange(0, 11)
     Pt = draft_parameter_count(loaded, loaded.num_layers)
     Pd = draft_parameter_count(loaded, adapters[L_best])
-    n_star, s_star = optimal_width(alpha, batches, Pt, Pd)
+    alpha, n_star, s_star, f, ci = _width_law(
+        alpha_pos, prompt_ids, batches, Pt, Pd, cfg["n_boot"], seed
+    )
     width_rows = [
         {
             "batch": int(B),
@@ -327,8 +431,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         }
         for B, n, s in zip(batches, n_star, s_star)
     ]
-    f = fit_log_linear(batches, n_star)
-    fits.append(_fit_row("n* vs batch", f))
+    fits.append(_fit_row("n* vs batch", f, ci))
     _plot(
         out / "width.png",
         batches,
@@ -351,11 +454,12 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
     for r in fits:
         lines.append(
             f"  {r['law']}: y = {r['intercept']:+.4f} + {r['slope_per_decade']:+.4f} log10 x "
-            f"[95% CI {r['slope_ci_low']:+.4f}, {r['slope_ci_high']:+.4f}], R^2 {r['r_squared']}"
-            f", {r['n_points']} points"
+            f"[95% t-interval {r['slope_ci_low']:+.4f}, {r['slope_ci_high']:+.4f}; "
+            f"prompt bootstrap {r['slope_ci_prompts_low']:+.4f}, "
+            f"{r['slope_ci_prompts_high']:+.4f}], R^2 {r['r_squared']}, {r['n_points']} points"
         )
     lines += [
-        f"  Published capacity slopes (THEORY.md 6.2, Leviathan Table 3): {pub}.",
+        f"  Published capacity slopes per decade (THEORY.md 6.2, Leviathan Table 3): {pub}.",
         "  Scylla (arXiv 2505.07858, THEORY 6.1, forms unconfirmed): acceptance log-linear in "
         "pretraining tokens and capacity; optimal verify width decreasing log-linearly in B.",
         "  Caveats: adapters share the target's first L layers, embedding and head, so capacity "

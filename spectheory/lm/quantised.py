@@ -282,18 +282,19 @@ def evaluate_quantised(loaded, qtype: str = "Q4_0", temperatures=(0.7, 1.0), *, 
 
     temps = tuple(_check_temperature(t, "temperatures") for t in temperatures)
     qmodel = quantised_model(loaded, qtype)
-    accs, npos = [], []
+    accs, npos, per = [], [], []
     for T in temps:
-        tot, n = 0.0, 0
+        rows = []
         with torch.no_grad():
             for ids, b in held_out_sequences(loaded, T, max_new_tokens):
                 x = torch.as_tensor(ids[None])
                 p = _softmax_t(loaded.model(input_ids=x, use_cache=False).logits[0, b:].double(), T)
                 q = _softmax_t(qmodel(input_ids=x, use_cache=False).logits[0, b:].double(), T)
-                tot += float(torch.minimum(p, q).sum())
-                n += p.shape[0]
-        accs.append(tot / n)
-        npos.append(n)
+                rows.append((float(torch.minimum(p, q).sum()), p.shape[0]))
+        rows = np.asarray(rows, dtype=np.float64)
+        accs.append(rows[:, 0].sum() / rows[:, 1].sum())
+        npos.append(int(rows[:, 1].sum()))
+        per.append(rows)
     nan = tuple(float("nan") for _ in temps)
     return AdapterEvaluation(
         temperatures=temps,
@@ -301,4 +302,5 @@ def evaluate_quantised(loaded, qtype: str = "Q4_0", temperatures=(0.7, 1.0), *, 
         raw_exit=nan,
         coverage=tuple(1.0 for _ in temps),
         positions=tuple(npos),
+        per_prompt=tuple(per),
     )
