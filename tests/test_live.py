@@ -294,3 +294,57 @@ def test_checker_bad_input():
         check_live_lossless(SimpleNamespace(target_probs=None, tokens=np.zeros(1)))
     with pytest.raises(InvalidParameterError, match="at least one"):
         check_live_lossless([])
+
+
+# --------------------------------------------------------------------------- adapter drafts
+
+
+@pytest.fixture(scope="module")
+def deep_adapter(smol):
+    """An untrained two-layer adapter at layer 20 over a 4,096-token subset (q = 0 outside)."""
+    from spectheory.lm import adapters as A
+
+    vocab = np.unique(np.concatenate([np.arange(0, 49152, 12), np.arange(0, 2000)]))
+    return A.init_adapter(smol, 20, "layer", vocab=vocab, depth=2)
+
+
+def test_adapter_draft_live_greedy_and_recorded_laws(smol, prompts, greedy, deep_adapter):
+    from spectheory.torch.live import AdapterDraft
+
+    draft = AdapterDraft(smol, deep_adapter)
+    assert draft.spec == "adapter:20"
+    res = speculative_generate(
+        smol, prompts[14], draft=draft, max_new_tokens=8, temperature=0, mode="multi", n=2, gamma=3
+    )
+    assert res.tokens.tolist() == greedy[14].tokens.tolist()
+    # sampled, multi-draft: the adapter's cache is replicated, selected and cropped with the trunk's
+    res = speculative_generate(
+        smol, prompts[12], draft=draft, max_new_tokens=16, temperature=1.0, mode="multi", n=2,
+        gamma=3, verifier="rrs", seed=4, stop_at_eos=False,
+    )  # fmt: skip
+    full = np.concatenate([res.prompt_ids, res.tokens])
+    with torch.no_grad():
+        out = smol.model(
+            input_ids=torch.as_tensor(full[None]), output_hidden_states=True, use_cache=False
+        )
+        pos = torch.arange(full.size)[None]
+        z = deep_adapter.full_logits(deep_adapter.subset_logits(out.hidden_states[20], pos))
+    P, N = res.prompt_ids.size, res.tokens.size
+    q = process_logits(z[0, P - 1 : P - 1 + N].double().numpy(), temperature=1.0)
+    assert np.abs(q[res.node_token] - res.draft_probs).max() < PROB_TOL
+    outside = np.setdiff1d(np.arange(q.shape[1]), deep_adapter.vocab.numpy())
+    assert np.all(res.draft_probs[:, outside] == 0)  # the subset head gives q = 0 off S
+
+
+def test_make_draft_resolves_cached_adapters(smol, deep_adapter, tmp_path, monkeypatch):
+    from spectheory import TraceError
+    from spectheory.lm import adapters as A
+    from spectheory.torch.live import AdapterDraft
+
+    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
+    with pytest.raises(TraceError, match="spectheory draft train --layer 20"):
+        make_draft(smol, "adapter:20")
+    A.save_adapter(deep_adapter, A.adapter_path(20, smol.name))
+    draft = make_draft(smol, "adapter:20")
+    assert isinstance(draft, AdapterDraft) and draft.adapter.depth == 2
+    assert draft.adapter.weights_sha256() == deep_adapter.weights_sha256()

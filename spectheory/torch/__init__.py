@@ -26,6 +26,7 @@ needed only for ``backend="triton"``.
 
 from .chain import ChainSamplingResult, chain_speculative_sampling
 from .live import (
+    AdapterDraft,
     EarlyExitDraft,
     LiveDraft,
     LiveLosslessReport,
@@ -42,6 +43,7 @@ from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_un
 __all__ = [
     "TORCH_VERIFIERS",
     "ChainSamplingResult",
+    "AdapterDraft",
     "EarlyExitDraft",
     "LiveDraft",
     "LiveLosslessReport",

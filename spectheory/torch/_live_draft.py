@@ -30,7 +30,7 @@ from typing import Protocol, runtime_checkable
 from .._errors import InvalidParameterError
 from ..lm.drafts import parse_draft
 
-__all__ = ["EarlyExitDraft", "LiveDraft", "make_draft"]
+__all__ = ["AdapterDraft", "EarlyExitDraft", "LiveDraft", "make_draft"]
 
 
 @runtime_checkable
@@ -106,6 +106,95 @@ class EarlyExitDraft:
         return f"EarlyExitDraft({self.spec!r})"
 
 
+def _map_kv(tree, fn):
+    """Apply ``fn`` to every key/value tensor of an adapter cache (nested dicts), in place."""
+    for key, val in tree.items():
+        if isinstance(val, dict):
+            _map_kv(val, fn)
+        else:
+            tree[key] = fn(val)
+
+
+class _AdapterCache:
+    """The trunk's ``DynamicCache`` and the adapter's own key-value tensors, cropped together.
+
+    The adapter's tensors have shape ``(B, kv_heads, S, head_dim)`` (sequence
+    on axis 2, as in the trunk's cache).
+    """
+
+    def __init__(self):
+        from transformers import DynamicCache
+
+        self.trunk, self.adapter = DynamicCache(), {}
+
+    def get_seq_length(self):
+        return self.trunk.get_seq_length()
+
+    def crop(self, max_length):
+        self.trunk.crop(max_length)
+        keep = self.trunk.get_seq_length()
+        _map_kv(self.adapter, lambda t: t[:, :, :keep])
+
+    def batch_repeat_interleave(self, repeats):
+        self.trunk.batch_repeat_interleave(repeats)
+        _map_kv(self.adapter, lambda t: t.repeat_interleave(repeats, dim=0))
+
+    def batch_select_indices(self, indices):
+        self.trunk.batch_select_indices(indices)
+        _map_kv(self.adapter, lambda t: t[indices])
+
+
+class AdapterDraft:
+    r"""The trained draft ``"adapter:L"`` live: the target's first ``L`` layers, the adapter, the head.
+
+    .. math::
+
+        z^{\mathrm{draft}} = W_S\,\mathrm{RMSNorm}\big(A_\theta(h_L(x_{\le t}))\big),
+
+    scattered to the full vocabulary with :math:`-\infty` outside the
+    adapter's vocabulary subset :math:`S`
+    (:class:`spectheory.lm.adapters.Adapter`).  The trunk is a shallow causal
+    LM sharing the target's modules (as in :class:`EarlyExitDraft`, with the
+    final norm removed: the adapter comes first); the adapter keeps its own
+    key-value tensors, which the cache crops and replicates with the trunk's.
+    Its logits equal the adapter's on a full forward pass (tested).
+
+    Parameters
+    ----------
+    loaded : spectheory.lm.LoadedModel
+    adapter : spectheory.lm.adapters.Adapter
+    """
+
+    def __init__(self, loaded, adapter):
+        import torch
+
+        from ..lm.acceptance import _shallow_draft
+
+        self.adapter = adapter
+        self.layer = int(adapter.layer)
+        self.spec = f"adapter:{self.layer}"
+        self.trunk = _shallow_draft(loaded.model, self.layer)
+        self.trunk.model.norm = torch.nn.Identity()
+
+    def new_cache(self):
+        """An empty cache of the trunk and the adapter."""
+        return _AdapterCache()
+
+    def __call__(self, input_ids, cache):
+        """Logits ``(B, V)`` of the token after ``input_ids`` ``(B, k)``; extends ``cache``."""
+        import torch
+
+        start = cache.get_seq_length()
+        out = self.trunk.model(input_ids=input_ids, past_key_values=cache.trunk, use_cache=True)
+        k = input_ids.shape[1]
+        pos = torch.arange(start, start + k)[None].expand(input_ids.shape[0], -1)
+        z = self.adapter.subset_logits(out.last_hidden_state, pos, cache.adapter)[:, -1]
+        return self.adapter.full_logits(z)
+
+    def __repr__(self):
+        return f"AdapterDraft({self.spec!r})"
+
+
 def make_draft(loaded, draft) -> LiveDraft:
     """Resolve a draft specification into a :class:`LiveDraft`.
 
@@ -114,8 +203,9 @@ def make_draft(loaded, draft) -> LiveDraft:
     loaded : spectheory.lm.LoadedModel
         The target; drafts built from a specification share its weights.
     draft : str or LiveDraft
-        ``"exit:L"`` (early exit after ``L`` layers), or an object that
-        already implements :class:`LiveDraft` (passed through).
+        ``"exit:L"`` (early exit after ``L`` layers), ``"adapter:L"`` (the
+        trained adapter in the cache, :func:`spectheory.lm.adapters.resolve_adapter`),
+        or an object that already implements :class:`LiveDraft` (passed through).
 
     Returns
     -------
@@ -125,8 +215,13 @@ def make_draft(loaded, draft) -> LiveDraft:
         if draft.startswith("exit:"):
             _, layer = parse_draft(draft, loaded.num_layers)
             return EarlyExitDraft(loaded, layer)
+        if draft.startswith("adapter:"):
+            from ..lm.adapters import resolve_adapter
+
+            _, layer = parse_draft(draft, loaded.num_layers)
+            return AdapterDraft(loaded, resolve_adapter(loaded, int(layer)))
         raise InvalidParameterError(
-            f"draft must be 'exit:L' (1 <= L < {loaded.num_layers}) or an object with "
+            f"draft must be 'exit:L' or 'adapter:L' (1 <= L < {loaded.num_layers}) or an object with "
             f"new_cache() and __call__(input_ids, cache); got {draft!r}"
         )
     if isinstance(draft, LiveDraft) and isinstance(getattr(draft, "spec", None), str):

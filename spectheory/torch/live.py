@@ -89,9 +89,10 @@ from ..drafting import SAMPLINGS, sample_drafts
 from ..verifiers._api import check_verifier_law
 from ..verifiers._registry import REGISTRY, Verifier
 from ._live_check import LiveLosslessReport, check_live_lossless
-from ._live_draft import EarlyExitDraft, LiveDraft, make_draft
+from ._live_draft import AdapterDraft, EarlyExitDraft, LiveDraft, make_draft
 
 __all__ = [
+    "AdapterDraft",
     "EarlyExitDraft",
     "LiveDraft",
     "LiveLosslessReport",
@@ -609,7 +610,8 @@ def speculative_generate(
         Prompt token ids (e.g. :func:`chat_prompt_ids`).
     draft : str or LiveDraft
         ``"exit:L"``: the target's first ``L`` layers, final norm and head;
-        or any :class:`LiveDraft` object.
+        ``"adapter:L"``: the trained adapter of the cache
+        (:class:`AdapterDraft`); or any :class:`LiveDraft` object.
     max_new_tokens : int >= 1
     temperature : float >= 0
         0 is greedy (one-hot :math:`p` and :math:`q`).
