@@ -35,8 +35,30 @@ def test_node_rows_match_a_full_forward_and_are_cached(smol):
     assert lm.target(path).shape == (smol.vocab_size,)
 
 
-def test_only_exit_drafts_are_functions_of_the_path(smol):
-    with pytest.raises(InvalidParameterError, match="exit:L"):
+def test_adapter_draft_rows_match_a_full_forward(smol):
+    import torch
+
+    from spectheory.lm import adapters as A
+
+    vocab = np.arange(0, 49152, 3)
+    ad = A.init_adapter(smol, 18, "layer", vocab=vocab, depth=2)
+    context = np.array([1, 504, 3060, 314, 253], dtype=np.int64)
+    lm = LMTreeModels(smol, context, ad, temperature=0.8)
+    tree = draft_rsd_c(lm.draft, (2, 2), RandomCoins(2))
+    for node in range(tree.size):  # every node, two branches: the context cache is not altered
+        path = tree.path(node)
+        ids = torch.tensor([[*context, *path]])
+        with torch.no_grad():
+            out = smol.model(input_ids=ids, output_hidden_states=True)
+            pos = torch.arange(ids.shape[1])[None]
+            z = ad.full_logits(ad.subset_logits(out.hidden_states[18], pos))[0, -1]
+        q = process_logits(z.double().numpy(), temperature=0.8)
+        assert np.abs(lm.draft(path) - q).sum() < 1e-3
+        assert np.all(lm.draft(path)[np.setdiff1d(np.arange(smol.vocab_size), vocab)] == 0)
+
+
+def test_only_exit_and_adapter_drafts_are_functions_of_the_path(smol):
+    with pytest.raises(InvalidParameterError, match="'exit:L' and 'adapter:L'"):
         LMTreeModels(smol, [1, 2, 3], "ngram:3")
     with pytest.raises(InvalidParameterError, match="context"):
         LMTreeModels(smol, [], "exit:3")

@@ -12,10 +12,12 @@ and cached.  One forward per new path; a tree of ``N`` nodes needs at most
 
 Drafts are given by specification strings (:func:`spectheory.lm.parse_draft`).
 ``"exit:L"`` (self-speculative early exit, the target's own norm and head on
-layer ``L``'s hidden state) is computed from the same forward as the target.
-Other kinds (``"ngram:K"``, trained ``"adapter:L"``, ``"quant:TYPE"``) are
-step-wise drafters with their own state and are refused here with an error
-naming the supported kind.
+layer ``L``'s hidden state) is computed from the same forward as the target;
+so is the trained ``"adapter:L"`` (:mod:`spectheory.lm.adapters`, from the
+cache), whose own attention keeps the context's key-value tensors and extends
+a copy of them along each path.  Other kinds (``"ngram:K"``,
+``"quant:TYPE"``) are step-wise drafters with their own state and are
+refused here with an error naming the supported kinds.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ from ..distributions import process_logits
 from ..lm.drafts import early_exit_logits, parse_draft
 
 __all__ = ["LMTreeModels", "chat_context"]
+
+
+def _copy_tree(tree):
+    """A copy of nested dicts of tensors (the tensors are shared: the adapter never edits them)."""
+    return {k: _copy_tree(v) if isinstance(v, dict) else v for k, v in tree.items()}
 
 
 def chat_context(loaded, prompt: str) -> np.ndarray:
@@ -50,8 +57,9 @@ class LMTreeModels:
     loaded : spectheory.lm.LoadedModel
     context : array_like of int, shape (C,)
         Token ids before the drafted paths (non-empty).
-    draft : str
-        Draft specification; ``"exit:L"`` with ``1 <= L < num_layers``.
+    draft : str or spectheory.lm.adapters.Adapter
+        Draft specification, ``"exit:L"`` with ``1 <= L < num_layers`` or
+        ``"adapter:L"`` (the cached adapter), or an adapter object.
     temperature, top_k, top_p
         Processing applied to both models (:func:`spectheory.process_logits`).
 
@@ -65,11 +73,19 @@ class LMTreeModels:
                  top_p=None):  # fmt: skip
         import torch
 
-        kind, layer = parse_draft(draft, loaded.num_layers)
-        if kind != "exit":
+        self.adapter = None
+        if hasattr(draft, "subset_logits"):  # an Adapter object
+            kind, layer, self.adapter = "adapter", int(draft.layer), draft
+        else:
+            kind, layer = parse_draft(draft, loaded.num_layers)
+        if kind == "adapter" and self.adapter is None:
+            from ..lm.adapters import resolve_adapter
+
+            self.adapter = resolve_adapter(loaded, int(layer))
+        if kind not in ("exit", "adapter"):
             raise InvalidParameterError(
-                f"tree drafting on the real model supports 'exit:L' drafts (a function of the "
-                f"path, computed with the target's forward); got {draft!r}"
+                f"tree drafting on the real model supports 'exit:L' and 'adapter:L' drafts (a "
+                f"function of the path, computed with the target's forward); got {draft!r}"
             )
         ctx = np.asarray(context, dtype=np.int64)
         if ctx.ndim != 1 or ctx.size == 0:
@@ -85,15 +101,30 @@ class LMTreeModels:
             )
         self.forwards += 1
         self._past = out.past_key_values
-        self._store((), out, -1)
+        self._ctx_len, self._ctx_cache = ctx.size, {}
+        self._store((), out, -1, self._adapter_logits(out, 0, self._ctx_cache))
 
-    def _store(self, path, out, pos):
+    def _adapter_logits(self, out, start, cache):
+        """The adapter's full-vocabulary logits at every position of ``out`` (or None)."""
+        import torch
+
+        if self.adapter is None:
+            return None
+        h = out.hidden_states[self.layer]
+        pos = torch.arange(start, start + h.shape[1])[None]
+        with torch.no_grad():
+            return self.adapter.full_logits(self.adapter.subset_logits(h, pos, cache))[0]
+
+    def _store(self, path, out, pos, adapter_logits=None):
         import torch
 
         model = self.loaded.model
         hidden = tuple(h[:, pos] for h in out.hidden_states)
         with torch.no_grad():
-            e = early_exit_logits(model, hidden, self.layer)[0].double().numpy()
+            if adapter_logits is None:
+                e = early_exit_logits(model, hidden, self.layer)[0].double().numpy()
+            else:
+                e = adapter_logits[pos].double().numpy()
         t = out.logits[0, pos].double().numpy()
         self.rows[path] = (
             process_logits(t, **self.settings),
@@ -111,10 +142,12 @@ class LMTreeModels:
                 output_hidden_states=True,
             )
         self.forwards += 1
+        cache = _copy_tree(self._ctx_cache)  # the context's adapter cache stays intact
+        z = self._adapter_logits(out, self._ctx_len, cache)
         for j in range(len(path)):
             prefix = tuple(path[: j + 1])
             if prefix not in self.rows:
-                self._store(prefix, out, j)
+                self._store(prefix, out, j, z)
 
     def _row(self, path, which):
         path = tuple(int(t) for t in path)
