@@ -140,9 +140,9 @@ class TrainSettings:
     depth: int = 1
     vocab: int | None = 8192
     tokens: int | None = None
-    steps: int = 150
-    batch_size: int = 4
-    lr: float = 2e-4
+    steps: int = 800
+    batch_size: int = 8
+    lr: float = 1e-3
     weight_decay: float = 0.0
     validation: float = 0.05
     seed: int = 0

@@ -173,7 +173,7 @@ class CorpusSettings:
     max_len: int = 160
     doc_sequences: int = 120
     prompts: int | None = None
-    samples_per_prompt: int = 2
+    samples_per_prompt: int = 4
     sampled_tokens: int = 64
     seed: int = 0
 

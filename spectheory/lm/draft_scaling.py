@@ -37,7 +37,16 @@ PNG figures (matplotlib, Agg) and ``comparison.txt``:
 
 The training corpus is :mod:`spectheory.lm.corpus`; adapters are trained with
 :func:`spectheory.lm.adapters.train_adapter` from one teacher pass over all
-layers and evaluated on the 38 held-out prompts.
+layers and evaluated on the 38 held-out prompts.  The full run (:data:`FULL`)
+uses the corpus with two sampled continuations per training prompt (about
+48,500 training positions), one-layer adapters at exit layers 2, 5, 8, 11
+and 14 for the capacity law, the layer-11 adapter on nested prefixes of
+3,000 to 48,000 positions for the token law, 300 AdamW steps of 8 sequences
+each (the other :class:`~spectheory.lm.adapters.TrainSettings` at their
+defaults) and temperatures 0.7 and 1.0; the batch law uses the layer-14
+adapter's :math:`\alpha(n)`, :math:`n \le 32`, on the first 8 positions of
+every held-out prompt at :math:`T = 1`.  Every law reports two 95%
+intervals of its slope (:func:`run_scaling`).
 
 References
 ----------
@@ -241,11 +250,11 @@ QUICK = {
     "n_boot": 200,
 }
 FULL = {
-    "corpus": {},
-    "layers": (2, 4, 6, 8, 10, 12, 14),
-    "token_layer": 12,
+    "corpus": {"samples_per_prompt": 2},
+    "layers": (2, 5, 8, 11, 14),
+    "token_layer": 11,
     "tokens": (3000, 6000, 12000, 24000, 48000),
-    "train": {"steps": 400, "batch_size": 8, "lr": 1e-3},
+    "train": {"steps": 300},
     "prompts": None,
     "max_new_tokens": 24,
     "temperatures": (0.7, 1.0),

@@ -192,7 +192,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 positions, budget 8, 2 trees each")
     ap.add_argument("--out", default="trees_report", help="output folder")
-    ap.add_argument("--draft", default="exit:25", help="draft specification ('exit:L')")
+    ap.add_argument(
+        "--draft", default="exit:25", help="draft specification ('exit:L' or 'adapter:L')"
+    )
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--prompts", type=int, default=6)
     ap.add_argument("--offset", type=int, default=4, help="target-sampled tokens before the root")
