@@ -162,11 +162,10 @@ def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, per_prom
 
 
 def _slope(x, y):
-    """OLS slope of ``y`` on ``log10 x`` (y may be (..., n))."""
-    u = np.log10(np.asarray(x, dtype=np.float64))
-    y = np.asarray(y, dtype=np.float64)
-    uc = u - u.mean()
-    return (y * uc).sum(-1) / (uc**2).sum()
+    """OLS slope of ``y`` on ``log10 x`` (y may be (..., n)): the fit of :func:`fit_log_linear`."""
+    from ..solvers.scaling import _ols
+
+    return _ols(np.log10(np.asarray(x, dtype=np.float64)), np.asarray(y, dtype=np.float64))[1]
 
 
 def _t_interval(fit, level=0.95):
