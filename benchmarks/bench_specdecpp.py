@@ -3,7 +3,7 @@
 Prints, for each instance, the time of ``solve_specdecpp(method="dinkelbach")``
 and of the independent semi-Markov LP (``method="lp"``, HiGHS) on the same
 instance, their ratio, and the difference of the optimal cost per token.
-Instances: THEORY.md 8.7 (c = 0.2, K_max = 25), a 4-value law, and a
+Instances: docs/theory.md §8.7 (c = 0.2, K_max = 25), a 4-value law, and a
 two-state Markov chain, at several K_max.
 
 Run: ``python benchmarks/bench_specdecpp.py`` (``--quick`` for a smaller run).

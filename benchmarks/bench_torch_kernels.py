@@ -135,7 +135,7 @@ def run_chain(Bs, Vs, gammas, device, repeats, ref_rows):
                         f"{head}  triton {t_f * 1e6:9.1f} us  torch {t_t * 1e6:9.1f} us  "
                         f"torch/triton {t_t / t_f:6.2f}x"
                     )
-                    if fi is not None:  # FlashInfer's letters: draft first (THEORY.md 0)
+                    if fi is not None:  # FlashInfer's letters: draft first (docs/theory.md §0)
                         t_fi = time_cuda(partial(fi, q, x.int(), p), repeats)
                         line += f"  flashinfer {t_fi * 1e6:9.1f} us  fi/triton {t_fi / t_f:5.2f}x"
                     print(line, flush=True)

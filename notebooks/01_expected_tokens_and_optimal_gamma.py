@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Expected tokens per round and the optimal draft length
 #
-# A derivation of THEORY.md 1.3-1.5 for chain speculative decoding with i.i.d. acceptance
+# A derivation of docs/theory.md §1.3-1.5 for chain speculative decoding with i.i.d. acceptance
 # probability $\alpha$ per draft token (Leviathan, Kalman, Matias, arXiv 2211.17192: Eq. 1,
 # Theorem 3.8, Corollary 3.9):
 #
@@ -24,7 +24,7 @@
 #    optimum;
 # 3. the first-order condition of the continuous optimum and its solution through the
 #    lower branch of the Lambert W function;
-# 4. numerical checks against `spectheory.solvers.speedup` and the table of THEORY.md 1.5(c).
+# 4. numerical checks against `spectheory.solvers.speedup` and the table of docs/theory.md §1.5(c).
 #
 # Every key result is asserted: a wrong derivation fails `tests/test_notebooks.py`.
 # Notation: $p$ target, $q$ draft, $c$ = time of one draft forward / time of one target
@@ -142,7 +142,7 @@ assert sp.simplify(S1 - 1 - (alpha - c) / (1 + c)) == 0
 display(S1)
 
 # %% [markdown]
-# **Marginal rule** (THEORY.md 1.5(a)). For *any* prefix probabilities $P_j$ (not only
+# **Marginal rule** (docs/theory.md §1.5(a)). For *any* prefix probabilities $P_j$ (not only
 # $\alpha^j$), write $T = \tau(\gamma)$ and $P = P_{\gamma+1}$. Then
 # $S(\gamma+1) = (T + P)/((\gamma c + 1) + c)$ is the mediant of $S(\gamma) = T/(\gamma c + 1)$
 # and $P/c$, and the identity below shows
@@ -206,7 +206,7 @@ roots[0]
 # Which branch? On $W_0$, $W \in (-1, 0)$ so $u = -cW < c$ and
 # $x = (u - L(1-c) - c)/(Lc) < -(1-c)/c < 0$: not a draft length. The maximiser is on the lower
 # branch $W_{-1} \le -1$. Written with $s = -W_{-1}(-e^{-1-t})$ this is the form used by
-# `spectheory.solvers.speedup` (THEORY.md 1.5(b)):
+# `spectheory.solvers.speedup` (docs/theory.md §1.5(b)):
 #
 # $$\gamma^*_{\text{cont}} = \frac{s - 1 - t}{L} - 1 = \frac{\ln s}{L} - 1,
 #   \qquad s - 1 - \ln s = t .$$
@@ -251,7 +251,7 @@ for a, cost in cells:
 print(f"Lambert W root = library = nsolve on {len(cells)} cells")
 
 # %% [markdown]
-# THEORY.md 8.5: $(\alpha, c) = (0.8, 0.05) \to 7.857$, $(0.6, 0.1) \to 2.978$,
+# docs/theory.md §8.5: $(\alpha, c) = (0.8, 0.05) \to 7.857$, $(0.6, 0.1) \to 2.978$,
 # $(0.9, 0.01) \to 24.099$.
 
 # %%
@@ -308,7 +308,7 @@ for a, cost in [*itertools.product(alphas_table, costs_table), *random_cells]:
 print(f"{len(exact)} cells: exact argmax = marginal = lambertw = enumerate; floor/ceil of W root")
 
 # %% [markdown]
-# ### THEORY.md 1.5(c), reproduced from the exact values
+# ### docs/theory.md §1.5(c), reproduced from the exact values
 #
 # The published table (integer $\gamma^*$ and $S(\gamma^*)$), transcribed, against the exact
 # optimum computed above:

@@ -14,7 +14,7 @@
 # %% [markdown]
 # # The optimal-transport dual as subset selection, and the prefix lemma
 #
-# A derivation of THEORY.md 2.2-2.5. With $n$ drafts $\bar x = (x_1..x_n)$ from a draft law
+# A derivation of docs/theory.md §2.2-2.5. With $n$ drafts $\bar x = (x_1..x_n)$ from a draft law
 # $P_{\text{draft}}$ built on the draft $q$, and the target $p$, the best membership acceptance
 # of a lossless verifier is the optimal-transport value (SpecTr, arXiv 2310.15141; Hu et al.,
 # arXiv 2502.18779)
@@ -24,7 +24,7 @@
 #   \sum_{\bar x} \pi(\bar x, y) = p(y).$$
 #
 # We write this LP out for a tiny instance, derive its dual, reduce the dual to the choice of one
-# token set (THEORY.md 2.3)
+# token set (docs/theory.md §2.3)
 #
 # $$\alpha^* = \min_{H \subseteq \Sigma} \big[p(H) + P(\text{some draft lies outside } H)\big]
 #   = 1 + \min_{H} \big[p(H) - Q(H)\big], \qquad Q(H) = P(\text{all drafts lie in } H),$$
@@ -125,7 +125,7 @@ def random_rational(V, rng, denominator=60, zeros=False):
 # %% [markdown]
 # ## 1. The primal LP of a tiny instance, written out
 #
-# Instance A of THEORY.md 8.1: $p = (3/10, 4/10, 3/10)$, $q = (6/10, 3/10, 1/10)$ on tokens
+# Instance A of docs/theory.md §8.1: $p = (3/10, 4/10, 3/10)$, $q = (6/10, 3/10, 1/10)$ on tokens
 # $a, b, c$, two i.i.d. drafts. The primal has one variable $\pi(\bar x, y)$ per ordered pair of
 # drafts and output token: $3^2 \cdot 3 = 27$ variables, $9 + 3$ equality constraints.
 
@@ -147,7 +147,7 @@ col_sums = [sp.Eq(sum(pi[t, y] for t in tuples), p_A[y]) for y in range(V)]
 primal_value, primal_solution = lpmax(
     primal_objective, [*row_sums, *col_sums, *(var >= 0 for var in pi.values())]
 )
-assert primal_value == R(89, 100)  # THEORY.md 8.1
+assert primal_value == R(89, 100)  # docs/theory.md §8.1
 print("objective:", primal_objective)
 print("first constraints:", row_sums[:2], col_sums[:1])
 display(primal_value)
@@ -178,10 +178,10 @@ print("dual objective:", dual_objective)
 print("optimal dual point (free variables):", dual_solution)
 
 # %% [markdown]
-# **From the free dual to THEORY.md's form.** (i) Shifting $u \to u + s$, $v \to v - s$ keeps
+# **From the free dual to docs/theory.md's form.** (i) Shifting $u \to u + s$, $v \to v - s$ keeps
 # every constraint and, since $\sum P_{\text{draft}} = \sum p = 1$, the objective. (ii) The
 # primal with $\le$ on both marginals (a sub-coupling, which always extends to a coupling by the
-# product of the leftover masses, THEORY.md 2.2) has the same value; its dual has
+# product of the leftover masses, docs/theory.md §2.2) has the same value; its dual has
 # $u, v \ge 0$ and constraints only for $y \in \bar x$:
 #
 # $$\min \sum_{\bar x} P_{\text{draft}}(\bar x) u(\bar x) + \sum_y p(y) v(y) \quad
@@ -235,7 +235,7 @@ for name, val in table:
 # %% [markdown]
 # **Two tokens, symbolically.** With $p = (a, 1 - a)$, $q = (b, 1 - b)$ and two i.i.d. drafts the
 # four sets give $\alpha^* = \min\{1,\ 1 + a - b^2,\ 2 - a - (1 - b)^2\}$; so $\alpha^* = 1$ iff
-# $a \ge b^2$ and $1 - a \ge (1 - b)^2$, Khisti's condition $p(S) \ge q(S)^2$ (THEORY.md 2.3).
+# $a \ge b^2$ and $1 - a \ge (1 - b)^2$, Khisti's condition $p(S) \ge q(S)^2$ (docs/theory.md §2.3).
 # The library agrees on a grid:
 
 # %%
@@ -298,7 +298,7 @@ print(f"{checked} random instances: exact LP = min over subsets = enumerate = ma
 # %% [markdown]
 # ## 4. The prefix lemma
 #
-# **Lemma** (THEORY.md 2.4). Sort the tokens by $r_i = p_i/q_i$ ascending and let $H_k$ be the
+# **Lemma** (docs/theory.md §2.4). Sort the tokens by $r_i = p_i/q_i$ ascending and let $H_k$ be the
 # first $k$. Then $\alpha^* = 1 + \min_k [p(H_k) - Q(H_k)]$.
 #
 # **Proof for i.i.d. drafts.** $Q(H) = \varphi(q(H))$ with $\varphi(s) = s^n$ convex. Let $H$ be
@@ -331,7 +331,7 @@ print("phi(s) = s^n, n = 1..8: both exchange inequalities hold coefficient-wise"
 # ($V = 3..6$; $n = 2..4$; i.i.d. and without replacement): the minimum over the $V + 1$ prefixes
 # equals the minimum over all $2^V$ sets. For i.i.d. drafts every optimal set also satisfies the
 # sandwich $\max_{i \in H} r_i \le n\,q(H)^{n-1} \le \min_{j \notin H} r_j$ of the proof. Without
-# replacement THEORY.md 2.4 has no proof; here the lemma is only checked.
+# replacement docs/theory.md §2.4 has no proof; here the lemma is only checked.
 
 
 # %%
@@ -427,7 +427,7 @@ assert sp.simplify(ordered_2 - closed_2) == 0
 # $P(N_H(t) \le n-1)$ is a signed sum of exponentials $e^{-\sigma t}$, and
 # $\int_0^\infty \lambda e^{-\lambda t} e^{-\sigma t} dt = \lambda/(\lambda + \sigma)$. Doing this
 # symbolically gives closed forms, here checked against the ordered-draw definition for
-# $|H| = 3$ and $n = 2, 3$ (THEORY.md's $n = 2$ and $n = 3$ formulas):
+# $|H| = 3$ and $n = 2, 3$ (docs/theory.md's $n = 2$ and $n = 3$ formulas):
 
 # %%
 tt = sp.symbols("t", positive=True)
@@ -472,14 +472,14 @@ theory_n3 = 1 - lam3 * (
 assert sp.simplify(Q_clocks(q3, 3) - theory_n3) == 0
 closed_n2 = sum(q3[i] * (sum(q3) - q3[i]) / (1 - q3[i]) for i in range(3))
 assert sp.simplify(Q_clocks(q3, 2) - closed_n2) == 0
-print("clock integral = ordered draws = THEORY.md 2.5(b) for |H| = 3, n = 2, 3")
+print("clock integral = ordered draws = docs/theory.md §2.5(b) for |H| = 3, n = 2, 3")
 
 # %% [markdown]
 # The general inclusion-exclusion form of 2.5(b),
 # $Q(H) = 1 - \lambda\sum_{w=0}^{n-1} (-1)^{n-1-w}\binom{h-w-1}{n-1-w}\sum_{|W| = w} 1/(1 - q(W))$,
 # against the ordered-draw definition and the library's reference `draft_set_probability`, in
 # exact arithmetic ($n \le 4$, $|H| \le 6$); the clock integral by numerical quadrature; and
-# $Q_{\text{wor}}(H) \le q(H)^n$ (THEORY.md 2.7).
+# $Q_{\text{wor}}(H) \le q(H)^n$ (docs/theory.md §2.7).
 
 
 # %%
@@ -563,6 +563,6 @@ for _ in range(12):
     )
     worst = max(worst, abs(fast - float(exact_value)))
 assert worst < 1e-12
-# THEORY.md 8.1: 139/140 for instance A, n = 2 without replacement
+# docs/theory.md §8.1: 139/140 for instance A, n = 2 without replacement
 assert min(all_objectives(p_A, q_A, 2, "wor").values()) == R(139, 140)
 print(f"fast without-replacement bound vs exact: max error {worst:.1e}")

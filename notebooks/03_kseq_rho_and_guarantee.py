@@ -15,7 +15,7 @@
 # # K-SEQ: its acceptance as a function of $\rho$, the optimal $\rho^*$, and the guarantee
 #
 # K-SEQ is the sequential selection verifier of SpecTr (Sun et al., arXiv 2310.15141;
-# THEORY.md 3.3). With $n$ i.i.d. drafts $x_1..x_n \sim q$ and target $p$, it tests the drafts
+# docs/theory.md §3.3). With $n$ i.i.d. drafts $x_1..x_n \sim q$ and target $p$, it tests the drafts
 # in order, accepts $x_i$ with probability $\min(1, p(x_i)/(\rho q(x_i)))$, and after $n$
 # rejections draws the output from a residual. With
 #
@@ -45,7 +45,7 @@ from spectheory.exact import exact_row, kseq_acceptance
 from spectheory.verifiers.kseq import kseq, kseq_rho
 
 F = Fraction
-p_A = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)  # THEORY.md 8.1, instance A
+p_A = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)  # docs/theory.md §8.1, instance A
 q_A = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
 
 # %% [markdown]
@@ -109,7 +109,7 @@ print("g = beta (sum_{k<n} (1 - beta)^k - rho)")
 # ## 2. Closed forms for $n = 1$ and $n = 2$
 #
 # **$n = 1$:** $g = \beta(1 - \rho)$, so $\rho^* = 1$: K-SEQ is standard speculative sampling,
-# with acceptance $\sum\min(p, q)$, which is the optimum $\alpha^*$ for one draft (THEORY.md 1.2):
+# with acceptance $\sum\min(p, q)$, which is the optimum $\alpha^*$ for one draft (docs/theory.md §1.2):
 # the ratio to the optimum is exactly 1.
 #
 # **$n = 2$:** $g = \beta(2 - \beta - \rho)$, so $\rho^* + \beta(\rho^*) = 2$. On an interval of
@@ -149,14 +149,14 @@ def rho_n2(p, q):
     return found[0]
 
 
-# Instance A: p/q order a, b, c; k = 2 gives rho^2 - 1.9 rho + 0.7 = 0, rho* = 7/5 (THEORY.md 8.1).
+# Instance A: p/q order a, b, c; k = 2 gives rho^2 - 1.9 rho + 0.7 = 0, rho* = 7/5 (docs/theory.md §8.1).
 assert sp.nsimplify(
     rho_plus.subs({P_k: sp.Rational(7, 10), Q_k: sp.Rational(9, 10)})
 ) == sp.Rational(7, 5)
 assert kseq_rho(p_A, q_A, 2) == F(7, 5) and kseq_rho(p_A, q_A, 3) == F(7, 4)
 # n = 3 at the root: rho = 1 + (1 - beta) + (1 - beta)^2, with beta = 1/2 for instance A
 assert 1 + F(1, 2) + F(1, 4) == F(7, 4)
-# THEORY.md 8.2, rows 1 and 2: (rho*, beta) = (1.342444, 0.657556) and (1.736455, 0.506795)
+# docs/theory.md §8.2, rows 1 and 2: (rho*, beta) = (1.342444, 0.657556) and (1.736455, 0.506795)
 row1 = (np.array([309, 177, 14]) / 500, np.array([373, 580, 47]) / 1000)
 row2 = (np.array([469, 124, 407]) / 1000, np.array([201, 275, 524]) / 1000)
 assert abs(rho_n2(*row1) - 1.342444) < 5e-7 and abs(2 - rho_n2(*row1) - 0.657556) < 5e-7
@@ -207,7 +207,7 @@ def kseq_terms(p, q, n, rho):
 
 
 for n, rho_star, alpha_star in ((2, F(7, 5), F(21, 25)), (3, F(7, 4), F(7, 8))):
-    assert kseq_terms(p_A, q_A, n, rho_star)[1] == alpha_star  # THEORY.md 8.1: 0.84, 0.875
+    assert kseq_terms(p_A, q_A, n, rho_star)[1] == alpha_star  # docs/theory.md §8.1: 0.84, 0.875
     assert st.acceptance("kseq", p_A, q_A, n=n) == alpha_star
     for rho_val in (rho_star - F(1, 10), rho_star, rho_star + F(1, 20), F(n)):
         verifier = functools.partial(kseq, rho=rho_val)
@@ -245,7 +245,7 @@ fig.tight_layout()
 # ## 4. The guarantee
 #
 # **What is claimed where.** SpecTr states that K-SEQ's acceptance is within a factor
-# $1 - 1/e$ of the optimal transport value [paper, as recorded in THEORY.md 3.3]; THEORY.md lists
+# $1 - 1/e$ of the optimal transport value [paper, as recorded in docs/theory.md §3.3]; docs/theory.md lists
 # a per-$n$ constant $1 - (1 - 1/n)^n$ as *unconfirmed* (it is not known here whether SpecTr
 # states that form). **Derived here** (a complete proof, checked below): for every $n$ and every
 # valid $\rho \in [\rho^*, n]$,
@@ -293,7 +293,7 @@ print(
 # concentrations, $V = 2..8$, $n = 2..6$): K-SEQ's exact membership acceptance (the formula of
 # section 3 at $\rho^*$, vectorised here and cross-checked against `kseq_acceptance` on a subset)
 # divided by $\alpha^*_{\text{iid}}$ from `spectheory.bound`. Every ratio must respect the derived
-# bound; the worst ratio found is reported next to THEORY.md's random-search minima
+# bound; the worst ratio found is reported next to docs/theory.md's random-search minima
 # (.889, .865, .854 for $n = 2, 3, 4$).
 
 

@@ -17,7 +17,7 @@
 # SpecDec++ (Huang, Guo, Wang, arXiv 2405.19715) decides after every drafted token whether to
 # draft another one or to stop and call the target; its Theorem 3.1 says that stopping is better
 # once the probability that some drafted token will be rejected exceeds a threshold
-# (THEORY.md 5.3, where the constant $\Delta$ is unconfirmed). This notebook follows THEORY.md 5:
+# (docs/theory.md §5.3, where the constant $\Delta$ is unconfirmed). This notebook follows docs/theory.md §5:
 #
 # 1. the cost accounting of a generation (5.1);
 # 2. the renewal model of one round and its average-cost objective (5.4), turned into a
@@ -25,7 +25,7 @@
 # 3. the one-step look-ahead inequality, and a proof that for i.i.d. acceptance it is the
 #    *exact* optimum: a threshold on $P(\text{some draft rejected}) = 1 - P$ with
 #    $h^* = 1 - c\,S^*/E[a]$ (the "monotone case" of optimal stopping);
-# 4. checks against `spectheory.solve_specdecpp` on THEORY.md 8.7 and on other instances, with an
+# 4. checks against `spectheory.solve_specdecpp` on docs/theory.md §8.7 and on other instances, with an
 #    evaluator of threshold rules written here; and a Markov acceptance model where the
 #    one-step rule is *not* optimal.
 #
@@ -44,7 +44,7 @@ from spectheory.solvers.specdecpp import evaluate_threshold_policy
 from spectheory.solvers.speedup import optimal_gamma
 
 # %% [markdown]
-# ## 1. Cost accounting (THEORY.md 5.1)
+# ## 1. Cost accounting (docs/theory.md §5.1)
 #
 # A generation of $N$ tokens uses $N_t$ target calls (rounds). Round $r$ drafts $\gamma_r$ tokens
 # and emits $m_r + 1$ ($m_r$ accepted drafts plus the target's token), so
@@ -60,14 +60,14 @@ N_draft = (N - N_t) + N_disc
 T_total = t_d * N_draft + t_t * N_t
 per_token = t_d * (1 + N_disc / N) + (t_t - t_d) * (N_t / N)
 assert sp.simplify(T_total / N - per_token) == 0
-# THEORY.md 5.1, the official README's sample: 180 tokens, 67 target calls, 20 discarded
+# docs/theory.md §5.1, the official README's sample: 180 tokens, 67 target calls, 20 discarded
 assert (round(67 / 180, 3), round(20 / 180, 3)) == (0.372, 0.111)
 sp.Eq(T_total / N, per_token)
 
 # %% [markdown]
 # ## 2. One round as a renewal, and the average cost
 #
-# THEORY.md 5.4: a round starts at $P = 1$. `continue` costs $t_d$ and reveals $a \sim D$, the
+# docs/theory.md §5.4: a round starts at $P = 1$. `continue` costs $t_d$ and reveals $a \sim D$, the
 # conditional acceptance probability of the new draft, and sets $P \leftarrow P a$ (so $P$ is
 # the probability that every draft so far is accepted); `stop` costs $t_t$. A round that drafts
 # $\gamma$ tokens emits $1 + \sum_{j \le \gamma} P_j$ tokens in expectation. By renewal-reward,
@@ -124,9 +124,9 @@ sp.Eq(h, h_star)
 #
 # $$h^* = 1 - \frac{t_d}{\lambda^* E[a]} = 1 - \frac{c\,S^*}{E[a]} .$$
 #
-# This sharpens THEORY.md 5.4 ("the myopic rule is within one grid cell of the exact threshold"):
+# This sharpens docs/theory.md §5.4 ("the myopic rule is within one grid cell of the exact threshold"):
 # with exact states the two coincide on every reachable state. In the form of the paper's
-# Theorem 3.1, stop iff $1 - P \ge (c_2 + \Delta)/(c_1 + c_2 + \Delta)$: under THEORY.md 5.2's
+# Theorem 3.1, stop iff $1 - P \ge (c_2 + \Delta)/(c_1 + c_2 + \Delta)$: under docs/theory.md §5.2's
 # mapping $c_1 = t_d$, $c_2 = t_t - t_d$ (itself unconfirmed) our exact threshold corresponds to
 # $\Delta = \lambda^* E[a] - t_t$. This is an identity of the model here, not a confirmation of
 # the paper's $\Delta$.
@@ -169,7 +169,7 @@ def threshold_speedup(law, t_draft, h, t_target=1.0, k_max=25):
 
 
 # %% [markdown]
-# **THEORY.md 8.7** ($c = 0.2$, $K_{\max} = 25$). For each instance: the solver's optimum
+# **docs/theory.md §8.7** ($c = 0.2$, $K_{\max} = 25$). For each instance: the solver's optimum
 # (Dinkelbach and, independently, the semi-Markov LP), the derived $h^* = 1 - cS^*/E[a]$ inside the
 # solver's interval of optimal thresholds, the look-ahead rule's exact speedup equal to the
 # optimum (by the evaluator above and by the library's), the best fixed length equal to
@@ -217,7 +217,7 @@ for law, mean_pub, S_pub, lam_pub, (lo_pub, hi_pub), myopic_pub, g_pub, fixed_pu
 # %% [markdown]
 # **Deterministic acceptance** $D = \{\alpha: 1\}$: the threshold rule drafts a fixed number of
 # tokens and the look-ahead inequality $\alpha^{k+1} > c\,S^*$ is the marginal rule of
-# THEORY.md 1.5(a) (notebook 01). The optimum must equal Leviathan's integer optimum.
+# docs/theory.md §1.5(a) (notebook 01). The optimum must equal Leviathan's integer optimum.
 
 # %%
 for alpha_val, c_small in itertools.product((0.5, 0.7, 0.8, 0.9), (0.05, 0.1, 0.2)):

@@ -1,7 +1,7 @@
 """Atomic file writes: a temporary file beside the target, then ``os.replace``.
 
 A reader never sees a half-written trace, head, manifest, cache piece or table:
-either the old file or the complete new one (DESIGN.md, "Numerics and bad input").
+either the old file or the complete new one (docs/design.md, "Numerics and bad input").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Turning user input into checked float64 (or exact rational) distributions.
 
-Rules (DESIGN.md, "Numerics and bad input"):
+Rules (docs/design.md, "Numerics and bad input"):
 
 * float16, bfloat16 (torch), float32 and float64 are accepted and computed in
   float64; Python lists of numbers and integer arrays are accepted too.

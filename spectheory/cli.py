@@ -22,7 +22,7 @@ from .solvers.ot_dual import METHODS, solve_bound
 
 __all__ = ["main"]
 
-#: THEORY.md 8.1, instance A: the Traversal-verification paper's example.
+#: docs/theory.md §8.1, instance A: the Traversal-verification paper's example.
 EXAMPLE_TARGET = (0.3, 0.4, 0.3)
 EXAMPLE_DRAFT = (0.6, 0.3, 0.1)
 
@@ -289,7 +289,7 @@ def _parser():
         help="optimal multi-draft acceptance alpha* (OT dual) with its certificate",
         description=(
             "Optimal membership acceptance of n drafts for a target p and a draft q. "
-            "Without --target/--draft it runs the built-in example (THEORY.md 8.1)."
+            "Without --target/--draft it runs the built-in example (docs/theory.md §8.1)."
         ),
     )
     b.add_argument(

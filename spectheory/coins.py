@@ -7,7 +7,7 @@ A verifier asks for randomness only through two calls:
 ``coins.categorical(probs) -> int``
     An index ``i`` with probability ``probs[i]``.
 
-Three implementations run the same verifier code three ways (DESIGN.md,
+Three implementations run the same verifier code three ways (docs/design.md,
 "The randomness protocol"):
 
 :class:`RandomCoins`

@@ -1,6 +1,6 @@
 """Logits to processed next-token distributions: temperature, top-k, top-p.
 
-Losslessness is relative to the *processed* target (THEORY.md section 0, the
+Losslessness is relative to the *processed* target (docs/theory.md §0, the
 processing rule), and the draft's ``q`` must be exactly the law its tokens were
 sampled from.  :func:`process_pair` therefore applies one set of settings to
 both models.  Order of operations (as in Hugging Face and vLLM): temperature,

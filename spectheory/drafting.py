@@ -1,6 +1,6 @@
 r"""Draft laws: how ``n`` draft tokens are drawn from the draft distribution ``q``.
 
-Three laws (THEORY.md section 2.1), named by ``sampling=``:
+Three laws (docs/theory.md §2.1), named by ``sampling=``:
 
 ``"iid"``
     ``n`` independent draws from ``q`` (with replacement).
@@ -184,7 +184,7 @@ def draft_set_probability(draft, H, n: int = 1, sampling: str = "iid"):
     r""":math:`Q(H) = P(\text{all } n \text{ drafts lie in } H)` for one draft distribution.
 
     Reference implementation; exact for Fraction input.  Without replacement
-    it enumerates ordered draws, :math:`O(|H|^n)` (THEORY.md 2.5(a)).
+    it enumerates ordered draws, :math:`O(|H|^n)` (docs/theory.md §2.5(a)).
 
     Parameters
     ----------

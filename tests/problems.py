@@ -40,17 +40,17 @@ UNIFORM4 = exact(*([F(1, 4)] * 4))
 POINT2 = exact(0, 0, 1, 0)  # all target mass on token 2
 
 PROBLEMS = [
-    Problem("A n=1", A_P, A_Q, 1, "iid", F(7, 10), (0,), "THEORY.md 8.1: sum min(p, q)"),
-    Problem("A iid n=2", A_P, A_Q, 2, "iid", F(89, 100), (0, 1), "THEORY.md 8.1"),
-    Problem("A iid n=3", A_P, A_Q, 3, "iid", F(971, 1000), (0, 1), "THEORY.md 8.1"),
-    Problem("A wor n=2", A_P, A_Q, 2, "without_replacement", F(139, 140), (0, 1), "THEORY.md 8.1"),
-    Problem("A wor n=3", A_P, A_Q, 3, "without_replacement", F(1), None, "THEORY.md 8.1"),
-    Problem("A greedy n=2", A_P, A_Q, 2, "greedy", F(19, 20), None, "THEORY.md 8.1"),
-    Problem("A greedy n=3", A_P, A_Q, 3, "greedy", F(1), None, "THEORY.md 8.1"),
-    Problem("8.2 row 1", *ROW1, 2, "iid", F(988871, 1000000), (1, 2), "THEORY.md 8.2"),
-    Problem("8.2 row 1 greedy", *ROW1, 2, "greedy", F(1), None, "THEORY.md 8.2"),
-    Problem("8.2 row 2", *ROW2, 3, "iid", F(1), None, "THEORY.md 8.2"),
-    Problem("8.2 row 2 greedy", *ROW2, 3, "greedy", F(1), None, "THEORY.md 8.2"),
+    Problem("A n=1", A_P, A_Q, 1, "iid", F(7, 10), (0,), "docs/theory.md §8.1: sum min(p, q)"),
+    Problem("A iid n=2", A_P, A_Q, 2, "iid", F(89, 100), (0, 1), "docs/theory.md §8.1"),
+    Problem("A iid n=3", A_P, A_Q, 3, "iid", F(971, 1000), (0, 1), "docs/theory.md §8.1"),
+    Problem("A wor n=2", A_P, A_Q, 2, "without_replacement", F(139, 140), (0, 1), "docs/theory.md §8.1"),
+    Problem("A wor n=3", A_P, A_Q, 3, "without_replacement", F(1), None, "docs/theory.md §8.1"),
+    Problem("A greedy n=2", A_P, A_Q, 2, "greedy", F(19, 20), None, "docs/theory.md §8.1"),
+    Problem("A greedy n=3", A_P, A_Q, 3, "greedy", F(1), None, "docs/theory.md §8.1"),
+    Problem("8.2 row 1", *ROW1, 2, "iid", F(988871, 1000000), (1, 2), "docs/theory.md §8.2"),
+    Problem("8.2 row 1 greedy", *ROW1, 2, "greedy", F(1), None, "docs/theory.md §8.2"),
+    Problem("8.2 row 2", *ROW2, 3, "iid", F(1), None, "docs/theory.md §8.2"),
+    Problem("8.2 row 2 greedy", *ROW2, 3, "greedy", F(1), None, "docs/theory.md §8.2"),
     Problem(
         "8.2 row 3",
         *ROW3,
@@ -58,7 +58,7 @@ PROBLEMS = [
         "without_replacement",
         F(4440878158613, 5062093092000),
         (0, 1, 4),
-        "THEORY.md 8.2",
+        "docs/theory.md §8.2",
     ),
     # Elementary instances, answers derived by hand.
     Problem("identical", A_Q, A_Q, 2, "iid", F(1), None, "p = q: every draft can be kept"),

@@ -34,7 +34,7 @@ def test_set_law_is_a_distribution_and_gives_Q(inst):
 
 def test_Q_closed_forms():
     q = np.array([Fraction(6, 10), Fraction(3, 10), Fraction(1, 10)], dtype=object)
-    # THEORY.md 8.1: without replacement, n = 2, H = {a, b}: 0.45 + 9/35
+    # docs/theory.md §8.1: without replacement, n = 2, H = {a, b}: 0.45 + 9/35
     assert stt.draft_set_probability(q, [0, 1], 2, "without_replacement") == Fraction(
         9, 20
     ) + Fraction(9, 35)

@@ -1,4 +1,4 @@
-"""Exact laws by enumeration: draft-tuple laws, closed forms, THEORY.md 8.1 and 8.2 vectors."""
+"""Exact laws by enumeration: draft-tuple laws, closed forms, docs/theory.md §8.1 and 8.2 vectors."""
 
 from collections import defaultdict
 from fractions import Fraction as F
@@ -23,7 +23,7 @@ def frac(*values):
     return np.array([F(v) for v in values], dtype=object)
 
 
-# THEORY.md 8.2, certified rational instances.
+# docs/theory.md §8.2, certified rational instances.
 ROW1 = (frac("309/500", "177/500", "7/250"), frac("373/1000", "29/50", "47/1000"), 2)
 ROW2 = (frac("469/1000", "31/250", "407/1000"), frac("201/1000", "11/40", "131/250"), 3)
 ROW3 = (
@@ -112,7 +112,7 @@ def test_closed_forms_refuse_draft_laws_they_do_not_cover():
         CLOSED_FORMS["spechub"](P_A, Q_A, 3, "greedy")
 
 
-# --- THEORY.md 8.1: instance A ---------------------------------------------------------------
+# --- docs/theory.md §8.1: instance A ---------------------------------------------------------------
 
 INSTANCE_A = [
     ("rrs", "iid", 2, F(41, 50)),
@@ -154,7 +154,7 @@ def test_instance_a_kseq_parameters():
 
 
 def test_instance_a_rrs_residuals():
-    # THEORY.md 8.1: r_2 = [0, 1/3, 2/3], r_3 = [0, 1/18, 17/18]; the output law is p.
+    # docs/theory.md §8.1: r_2 = [0, 1/3, 2/3], r_3 = [0, 1/18, 17/18]; the output law is p.
     from spectheory.verifiers._ops import residual
 
     r2 = residual(P_AF, Q_AF)
@@ -162,7 +162,7 @@ def test_instance_a_rrs_residuals():
     assert list(residual(r2, Q_AF)) == [0, F(1, 18), F(17, 18)]
 
 
-# --- THEORY.md 8.2: certified rational instances ---------------------------------------------
+# --- docs/theory.md §8.2: certified rational instances ---------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Log-linear scaling fits (THEORY.md 6.2) and the published data (1.6, 6.3)."""
+"""Log-linear scaling fits (docs/theory.md §6.2) and the published data (1.6, 6.3)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from spectheory.solvers import _published
 from spectheory.solvers import speedup as sp
 from spectheory.solvers.scaling import fit_log_linear, leviathan_capacity_data, spec_bench_tau
 
-# THEORY.md 6.2: alpha = a + b log10(N_draft).
+# docs/theory.md §6.2: alpha = a + b log10(N_draft).
 TABLE_6_2 = [
     ("T5-XXL EnDe", 0, "0.211", "0.069", "0.944"),
     ("T5-XXL EnDe", 1, "-0.074", "0.089", "0.966"),
@@ -29,7 +29,7 @@ def test_theory_6_2_fit_table(target, T, a, b, r2):
     x, y = leviathan_capacity_data(target, T)
     fit = fit_log_linear(x, y, n_boot=200, seed=1)
     assert (f"{fit.intercept:.3f}", f"{fit.slope:.3f}", f"{fit.r_squared:.3f}") == (a, b, r2)
-    # THEORY.md 6.2: about +0.03 to +0.09 alpha per 10x draft parameters.
+    # docs/theory.md §6.2: about +0.03 to +0.09 alpha per 10x draft parameters.
     assert 0.03 <= round(fit.slope, 3) <= 0.092
 
 
@@ -88,17 +88,17 @@ def test_published_tables():
     assert _published.LEVIATHAN_TABLE3["T5-XXL EnDe"]["T5-small"] == (0.75, 0.62)
     assert len(_published.LEVIATHAN_TABLE2) == 12
     assert sum(row[-1] for row in _published.LEVIATHAN_TABLE2) == 4  # one star per column
-    # THEORY.md 1.6 caveat: several reported speeds exceed the c = 0 ceiling tau(gamma).
+    # docs/theory.md §1.6 caveat: several reported speeds exceed the c = 0 ceiling tau(gamma).
     over = [
         r for r in _published.LEVIATHAN_TABLE2 if r[5] > sp.tokens_per_round(r[4], r[3]) + 1e-12
     ]
     assert ("CNNDM", 0, "T5-small", 5, 0.65, 3.1, True) in over
     assert ("EnDe", 1, "T5-small", 7, 0.62, 2.6, True) in over
-    # Spec-Bench: the same tau on 3090 and A100 with different speedups (THEORY.md 6.3).
+    # Spec-Bench: the same tau on 3090 and A100 with different speedups (docs/theory.md §6.3).
     a, b = spec_bench_tau("3090 V-7B"), spec_bench_tau("A100 V-7B")
     assert a["SpS"][0] == b["SpS"][0] == 2.28 and a["SpS"][1] != b["SpS"][1]
     assert "EAGLE3" not in a and len(spec_bench_tau("A100 V-13B")) == 11
-    # Fixed draft, growing target: SpS tau 2.28 / 2.19 / 2.01 (THEORY.md 6.2).
+    # Fixed draft, growing target: SpS tau 2.28 / 2.19 / 2.01 (docs/theory.md §6.2).
     taus = [spec_bench_tau(f"A100 V-{m}")["SpS"][0] for m in ("7B", "13B", "33B")]
     assert taus == [2.28, 2.19, 2.01]
 

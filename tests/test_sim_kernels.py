@@ -173,7 +173,7 @@ ALPHA = 1e-6
 
 
 def chi2_pvalue(counts, law):
-    """Pearson chi-square, bins with expected count < 5 merged (THEORY.md 7.2)."""
+    """Pearson chi-square, bins with expected count < 5 merged (docs/theory.md §7.2)."""
     N = counts.sum()
     exp = N * law
     big = exp >= 5

@@ -1,4 +1,4 @@
-"""The SpecDec++ decision process (THEORY.md 5.4, 8.7): Dinkelbach vs LP vs brute force."""
+"""The SpecDec++ decision process (docs/theory.md §5.4, 8.7): Dinkelbach vs LP vs brute force."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from spectheory import InstanceTooLargeError, InvalidParameterError
 from spectheory.solvers import speedup as sp
 from spectheory.solvers.specdecpp import evaluate_threshold_policy, solve_specdecpp
 
-# THEORY.md 8.7 (c = 0.2, K_max = 25): D, E[a], S*, lambda*, h interval, myopic P >, gamma, S.
+# docs/theory.md §8.7 (c = 0.2, K_max = 25): D, E[a], S*, lambda*, h interval, myopic P >, gamma, S.
 TABLE_8_7 = [
     ({0.95: 0.8, 0.3: 0.2}, "0.82", "2.221", "0.4502", ("0.4312", "0.4596"), "0.5418", 4, "1.942"),
     (
@@ -45,7 +45,7 @@ def test_theory_8_7_table(D, mean, S, lam, interval, myopic, g, Sg):
     assert r.threshold == hi
     assert fmt(1 - r.myopic_threshold, myopic) == myopic  # continue iff P > 1 - h_myopic
     assert (r.fixed_gamma, fmt(r.fixed_speedup, Sg)) == (g, Sg)
-    # The adaptive gain over the best fixed length is +12-14% (THEORY.md 5.4).
+    # The adaptive gain over the best fixed length is +12-14% (docs/theory.md §5.4).
     assert 1.11 < r.speedup / r.fixed_speedup < 1.15
     # Bookkeeping: lambda* = E[cost/round] / E[tokens/round].
     assert r.cost_per_round / r.tokens_per_round == pytest.approx(r.average_cost, rel=1e-12)
@@ -140,7 +140,7 @@ def test_dinkelbach_equals_lp_and_is_threshold(D, c, k_max):
 
 @given(st.floats(0.05, 1.0), st.floats(0.0, 0.5), st.integers(1, 30))
 def test_deterministic_acceptance_reduces_to_fixed_gamma(a, c, k_max):
-    """One value: nothing to learn, so the optimum is the best fixed gamma (THEORY.md 1.5)."""
+    """One value: nothing to learn, so the optimum is the best fixed gamma (docs/theory.md §1.5)."""
     r = solve_specdecpp({a: 1.0}, c, k_max=k_max)
     best = sp.optimal_gamma(a, c, gamma_max=k_max, method="enumerate")
     assert r.speedup == pytest.approx(best.speedup, rel=1e-12)

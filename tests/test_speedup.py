@@ -1,4 +1,4 @@
-"""Speedup theory and the optimal draft length (THEORY.md 1.3-1.5, 4.4, 8.5)."""
+"""Speedup theory and the optimal draft length (docs/theory.md §1.3-1.5, 4.4, 8.5)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from scipy.optimize import brentq, minimize_scalar
 from spectheory import InvalidParameterError
 from spectheory.solvers import speedup as sp
 
-# THEORY.md 1.5(c): integer gamma* and S(gamma*) from Theorem 3.8.
+# docs/theory.md §1.5(c): integer gamma* and S(gamma*) from Theorem 3.8.
 ALPHAS = [0.50, 0.60, 0.70, 0.75, 0.80, 0.85, 0.90, 0.95]
 COSTS = [0.01, 0.05, 0.10, 0.20]
 TABLE_C = {
@@ -43,7 +43,7 @@ def test_gamma_table_cell(alpha, c, gamma, S, method):
     assert r.gamma == gamma
     assert printed(r.speedup, S), (r.speedup, S)
     assert r.status == "optimal" and not r.capped
-    # The bracket of THEORY.md 1.5(a) at the optimum.
+    # The bracket of docs/theory.md §1.5(a) at the optimum.
     P = alpha ** np.arange(gamma + 2)
     assert P[gamma + 1] <= c * r.speedup * (1 + 1e-12)
     assert c * r.speedup <= P[gamma]
@@ -64,7 +64,7 @@ def test_theory_8_5_vectors():
     assert (r.gamma, f"{r.speedup:.3f}") == (8, "3.092")
     assert f"{sp.oracle_speedup(0.8, 0.05) / r.speedup:.3f}" == "1.348"
     assert f"{sp.oracle_speedup(0.9, 0.05) / sp.optimal_gamma(0.9, 0.05).speedup:.2f}" == "1.48"
-    # Leviathan Table 2: alpha .75, gamma 7, 3.4x implies c = 0.008 (THEORY.md 1.6, 8.5).
+    # Leviathan Table 2: alpha .75, gamma 7, 3.4x implies c = 0.008 (docs/theory.md §1.6, 8.5).
     assert f"{sp.implied_cost_ratio(0.75, 7, 3.4):.3f}" == "0.008"
     # T5-large (alpha .82, gamma 7, 1.7x): c ~ 0.23; alpha .65, gamma 5, 3.1x: above the ceiling.
     assert f"{sp.implied_cost_ratio(0.82, 7, 1.7):.2f}" == "0.23"
@@ -73,7 +73,7 @@ def test_theory_8_5_vectors():
 
 
 def test_oracle_ratio_maximum():
-    # THEORY.md 1.5(d): max over alpha <= .95, c in [.005, .2] of S_oracle/S(gamma*) is ~1.56
+    # docs/theory.md §1.5(d): max over alpha <= .95, c in [.005, .2] of S_oracle/S(gamma*) is ~1.56
     # at alpha = .95, c ~ .06.
     c = np.linspace(0.005, 0.2, 391)
     alpha = np.linspace(0.5, 0.95, 91)[:, None]
@@ -224,7 +224,7 @@ def test_positional_marginal_equals_enumerate(alphas, c):
 
 
 def test_inversion_vllm_example():
-    """THEORY.md 4.4: tau(1..8) of Qwen3-1.7B -> 32B, c ~ 0.096."""
+    """docs/theory.md §4.4: tau(1..8) of Qwen3-1.7B -> 32B, c ~ 0.096."""
     tau = [1.80, 2.40, 2.87, 3.28, 3.53, 3.70, 3.90, 4.04]
     a = sp.conditional_from_tokens_per_round(tau)
     assert [f"{x:.2f}" for x in a] == [
@@ -264,7 +264,7 @@ def test_alpha_from_tau_round_trip(alpha, gamma):
 
 
 def test_arithmetic_increase():
-    # THEORY.md 1.4: (1 - alpha)(gamma c_hat + gamma + 1)/(1 - alpha^(gamma+1)).
+    # docs/theory.md §1.4: (1 - alpha)(gamma c_hat + gamma + 1)/(1 - alpha^(gamma+1)).
     got = sp.arithmetic_increase(0.8, 4, 0.05)
     assert got == pytest.approx(0.2 * (0.2 + 4 + 1) / (1 - 0.8**5), rel=1e-14)
     assert sp.arithmetic_increase(0.0, 3, 0.0) == 4.0

@@ -153,7 +153,7 @@ LAW_Q = np.array([0.15, 0.20, 0.45, 0.0, 0.20])
 
 
 def chi2_pvalue(counts, law):
-    """Pearson chi-square, bins with expected count < 5 merged (THEORY.md 7.2)."""
+    """Pearson chi-square, bins with expected count < 5 merged (docs/theory.md §7.2)."""
     N = counts.sum()
     exp = N * law
     big = exp >= 5
@@ -249,7 +249,7 @@ def test_inputs_untouched_and_device_preserved():
 
 
 def test_zero_coin_never_accepts_a_zero_probability_token():
-    """u = 0 on a draft with p(x) = 0 (THEORY.md 7.5, zero-coin class): rejected."""
+    """u = 0 on a draft with p(x) = 0 (docs/theory.md §7.5, zero-coin class): rejected."""
     p = torch.tensor([[0.0, 0.5, 0.5]] * 2, dtype=torch.float64)
     q = torch.tensor([[0.5, 0.25, 0.25]] * 2, dtype=torch.float64)
     u = torch.zeros((2, 2), dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""Tree and chain verification in exact arithmetic (THEORY.md 3.9, 3.10, 4, 7.1, 8.3, 8.4).
+"""Tree and chain verification in exact arithmetic (docs/theory.md §3.9, 3.10, 4, 7.1, 8.3, 8.4).
 
 Every drafter and verifier draws through the coins protocol, so the exact law
 of the emitted block, extended to a fixed length by target sampling, is
@@ -128,7 +128,7 @@ def test_block_verification_vector_theory_8_3():
 
 
 def test_token_level_chain_matches_the_capped_geometric_law():
-    # Context-independent p, q: tau = (1 - alpha^(gamma+1)) / (1 - alpha) (THEORY.md 1.3).
+    # Context-independent p, q: tau = (1 - alpha^(gamma+1)) / (1 - alpha) (docs/theory.md §1.3).
     p, q = const("3/10", "4/10", "3/10"), const("6/10", "3/10", "1/10")
     alpha = F(7, 10)
     for gamma in (1, 2, 3):
@@ -145,7 +145,7 @@ def test_star_trees_reduce_to_the_single_position_verifiers(verifier, n):
     pr, qr = p(()), q(())
     assert law.block_efficiency == 1 + acceptance(verifier, pr, qr, n=n, sampling="iid")
     wor = block_law("rrs_wor", p, q, partial(draft_rsd_c, branching=(2,)), 2)
-    assert wor.block_efficiency == 1 + F(7, 8)  # THEORY.md 8.1, RRSw n = 2
+    assert wor.block_efficiency == 1 + F(7, 8)  # docs/theory.md §8.1, RRSw n = 2
 
 
 def test_traversal_worked_example_theory_8_4():

@@ -113,7 +113,7 @@ def test_chain_torch_full_vocabulary_float32():
 
 
 LAW_CASES = [
-    # THEORY.md 8.1 at position 1; zeros at position 2; the bonus row has a zero.
+    # docs/theory.md §8.1 at position 1; zeros at position 2; the bonus row has a zero.
     (
         np.array([[0.3, 0.4, 0.3], [0.5, 0.0, 0.5], [0.2, 0.2, 0.6]]),
         np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]]),

@@ -1,6 +1,6 @@
 """Every registered verifier: lossless by exact enumeration, below the bound, replayable.
 
-Also the pitfalls of THEORY.md 7.5 (P1-P4), written here as deliberately biased
+Also the pitfalls of docs/theory.md §7.5 (P1-P4), written here as deliberately biased
 variants and caught by the exact law, and typical acceptance shown lossy.
 """
 
@@ -273,7 +273,7 @@ def test_verify_refuses_drafts_the_law_cannot_produce():
     assert verify("nss", P_A, q, [2, 2], rng=0) in (0, 1, 2)
 
 
-# --- pitfalls (THEORY.md 7.5), deliberately biased, caught by the exact law ----------------
+# --- pitfalls (docs/theory.md §7.5), deliberately biased, caught by the exact law ----------------
 
 
 def rrs_dedup(p, q, drafts, coins, *, sampling="iid"):

@@ -8,7 +8,7 @@
   drafts, then reject and draw, or accept all and draw the bonus), one point
   per cell of the uniforms on which the round's decisions are constant, with
   the probability of that cell.  Running any implementation on these points
-  and weighting its outputs gives its exact output law (THEORY.md 7.1,
+  and weighting its outputs gives its exact output law (docs/theory.md §7.1,
   black-box kernels with injected uniforms).
 * :func:`extended_law_error`: the largest deviation of that law, extended by
   target sampling to ``gamma + 1`` tokens, from the target's joint law.

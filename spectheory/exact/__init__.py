@@ -1,8 +1,8 @@
 """Exact output laws and acceptances of any verifier, by enumeration, and the closed forms.
 
 :func:`output_distribution` and :func:`acceptance` enumerate every draft tuple
-and every coin of the verifier's own code (THEORY.md 7.1).  The closed forms of
-THEORY.md 3.0 (:data:`CLOSED_FORMS`) are an independent check.
+and every coin of the verifier's own code (docs/theory.md §7.1).  The closed forms of
+docs/theory.md §3.0 (:data:`CLOSED_FORMS`) are an independent check.
 """
 
 from ..verifiers._closed_forms import (
@@ -17,7 +17,7 @@ from ..verifiers._closed_forms import (
 from ._law import acceptance, exact_row, output_distribution
 from ._tuples import ordered_draft_law
 
-#: Closed-form acceptance by verifier name (THEORY.md 3.0).
+#: Closed-form acceptance by verifier name (docs/theory.md §3.0).
 CLOSED_FORMS = {
     "sd": sd_acceptance,
     "rrs": rrs_acceptance,

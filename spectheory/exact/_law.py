@@ -1,4 +1,4 @@
-r"""Exact output law and membership acceptance of a verifier, by enumeration (THEORY.md 7.1).
+r"""Exact output law and membership acceptance of a verifier, by enumeration (docs/theory.md §7.1).
 
 For every draft tuple :math:`\bar x` of positive probability under the draft
 law (:func:`._tuples.ordered_draft_law`) and every branch of every coin the
@@ -95,7 +95,7 @@ def acceptance(verifier, target, draft, n=1, sampling=None):
 
     Examples
     --------
-    THEORY.md 8.1 (RRS with two i.i.d. drafts: 41/50; RRS without replacement: 7/8):
+    docs/theory.md §8.1 (RRS with two i.i.d. drafts: 41/50; RRS without replacement: 7/8):
 
     >>> from fractions import Fraction as F
     >>> import numpy as np

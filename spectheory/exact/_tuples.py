@@ -1,4 +1,4 @@
-r"""The ordered law of the draft tuple :math:`(x_1..x_n)` under each draft law (THEORY.md 2.1).
+r"""The ordered law of the draft tuple :math:`(x_1..x_n)` under each draft law (docs/theory.md §2.1).
 
 ``iid``
     :math:`\prod_j q(x_j)` over :math:`\mathrm{supp}(q)^n`.

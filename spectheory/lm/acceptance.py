@@ -1,7 +1,7 @@
 r"""Per-position acceptance along real continuations, draft capacity, and draft cost.
 
 For a target :math:`p_t` and a draft :math:`q_t` at position :math:`t` of a
-recorded continuation, both processed with the same temperature (THEORY.md
+recorded continuation, both processed with the same temperature (docs/theory.md
 section 0, processing rule), the single-draft acceptance probability is
 
 .. math::
@@ -594,7 +594,7 @@ def measure_cost_ratio(loaded, layer, *, repeats: int = 30, context: int = 64, w
 
 # --------------------------------------------------------------------------- capacity law
 
-#: Published capacity slopes (acceptance per decade of draft parameters), THEORY.md 6.2.
+#: Published capacity slopes (acceptance per decade of draft parameters), docs/theory.md §6.2.
 PUBLISHED_SLOPES = {
     "T5-XXL EnDe, T=0": 0.069,
     "T5-XXL EnDe, T=1": 0.089,
@@ -624,7 +624,7 @@ class CapacityLaw:
     fits_layers: dict
 
     def comparison_text(self) -> str:
-        """The fits beside the published slopes (Leviathan Table 3 fits, THEORY.md 6.2)."""
+        """The fits beside the published slopes (Leviathan Table 3 fits, docs/theory.md §6.2)."""
         prof = self.profile
         lines = [
             "Measured capacity law: SmolLM2-135M-Instruct early-exit drafts "
@@ -651,7 +651,7 @@ class CapacityLaw:
         pub = ", ".join(f"{k}: {v:.3f}" for k, v in PUBLISHED_SLOPES.items())
         lines.append(
             "  Published (separately trained drafts; log-linear fits of Leviathan et al. "
-            f"Table 3, THEORY 6.2): {pub}; about +0.07..0.09 per decade."
+            f"Table 3, docs/theory.md §6.2): {pub}; about +0.07..0.09 per decade."
         )
         for T, fit in self.fits_parameters.items():
             ratio = fit.slope / 0.08
@@ -686,7 +686,7 @@ def capacity_law(
     from :func:`capacity_profile`.  Fits use
     :func:`spectheory.solvers.scaling.fit_log_linear` (OLS, percentile
     bootstrap intervals over the layers, ``n_boot`` resamples, ``seed``).
-    Compare with the published +0.07 to 0.09 per decade (THEORY.md 6.1/6.2;
+    Compare with the published +0.07 to 0.09 per decade (docs/theory.md §6.1/6.2;
     Leviathan et al. arXiv 2211.17192 Table 3; Scylla arXiv 2505.07858).
 
     Returns

@@ -1,6 +1,6 @@
 r"""The SpecDec++ acceptance-prediction head for early-exit drafts.
 
-SpecDec++ [1]_ (THEORY.md 5.5) trains a small residual MLP on the draft's
+SpecDec++ [1]_ (docs/theory.md §5.5) trains a small residual MLP on the draft's
 last hidden state to predict whether the drafted token will be accepted:
 
 .. math::
@@ -31,7 +31,7 @@ purpose:
 - Hidden states are standardised with the training set's mean and standard
   deviation (stored with the weights); training is Adam in float32 on CPU.
 
-Labels (THEORY.md 5.5): at each position the draft samples
+Labels (docs/theory.md §5.5): at each position the draft samples
 :math:`y \sim q_{L,t}` (processed at the temperature, the same for the
 target) and the soft label is :math:`\ell_t = \min(1, p_t(y)/q_{L,t}(y))`,
 the realised acceptance probability.  Loss, with weight :math:`w` on the
@@ -218,7 +218,7 @@ def split_by_prompt(prompt_ids, holdout: float = 0.25, *, seed: int = 0):
 
 
 def head_loss(logits, labels, weight: float = 6.0):
-    """Weighted soft cross-entropy of THEORY.md 5.5 (torch tensors; returns a scalar)."""
+    """Weighted soft cross-entropy of docs/theory.md §5.5 (torch tensors; returns a scalar)."""
     import torch
 
     logp = torch.log_softmax(logits, dim=-1)

@@ -8,7 +8,7 @@ PNG figures (matplotlib, Agg) and ``comparison.txt``:
    with the same settings at several exit layers :math:`L`, against the
    draft's parameter count :math:`N` (:func:`spectheory.lm.draft_parameter_count`),
    fitted as :math:`\bar\beta = a + b\log_{10} N` (Scylla Thm 1.2 [1]_;
-   THEORY.md 6.1, 6.2).
+   docs/theory.md §6.1, 6.2).
 2. **Training tokens** (``tokens.csv``, ``tokens.png``): one exit layer,
    adapters trained on nested prefixes of the corpus of :math:`D` positions
    (same number of optimiser steps), fitted as
@@ -51,7 +51,7 @@ intervals of its slope (:func:`run_scaling`).
 References
 ----------
 .. [1] Yan et al. "Scaling Laws for Speculative Decoding". arXiv:2505.07858.
-.. [2] Leviathan, Kalman, Matias. arXiv:2211.17192 (Table 3; THEORY.md 6.2).
+.. [2] Leviathan, Kalman, Matias. arXiv:2211.17192 (Table 3; docs/theory.md §6.2).
 .. [3] Williams, Waterman, Patterson. "Roofline: an insightful visual
    performance model". CACM 2009.
 """
@@ -467,7 +467,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
             f"{r['slope_ci_prompts_high']:+.4f}], R^2 {r['r_squared']}, {r['n_points']} points"
         )
     lines += [
-        f"  Published capacity slopes per decade (THEORY.md 6.2, Leviathan Table 3): {pub}.",
+        f"  Published capacity slopes per decade (docs/theory.md §6.2, Leviathan Table 3): {pub}.",
         "  Scylla (arXiv 2505.07858, THEORY 6.1, forms unconfirmed): acceptance log-linear in "
         "pretraining tokens and capacity; optimal verify width decreasing log-linearly in B.",
         "  Caveats: adapters share the target's first L layers, embedding and head, so capacity "

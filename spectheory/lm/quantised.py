@@ -14,7 +14,7 @@ the target's :math:`p` only through the rounding, so its acceptance
 - a memory-bound decoder that read the packed blocks (llama.cpp kernels)
   would move :math:`b_\mathrm{TYPE} / b_\mathrm{target}` of the bytes per
   token, the bandwidth-bound estimate of :math:`c` given by
-  :func:`bits_per_weight` (THEORY.md 1.4).
+  :func:`bits_per_weight` (docs/theory.md §1.4).
 
 Types: the ``gguf`` quantisers available in this version are probed at run
 time (:func:`quantisable_types`); with gguf 0.17 the K-quants ``Q2_K``,

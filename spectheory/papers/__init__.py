@@ -3,7 +3,7 @@
 One module per paper; each has ``reproduce(out_dir, *, quick=False, trace=None,
 loaded=None, progress=True) -> PaperResult``, which writes CSV tables and PNG
 figures into ``out_dir`` and returns the tables and a list of :class:`Check`
-records comparing published numbers or claims (THEORY.md 9) with ours.
+records comparing published numbers or claims (docs/theory.md §9) with ours.
 Exact solvers are used where the paper's numbers are theoretical; the real
 model (SmolLM2-135M-Instruct and its early-exit drafts, through a recorded
 trace) where the paper measured models.  ``papers/README.md`` in the source
@@ -60,7 +60,7 @@ _ENTRIES = [
         "Lengths (COLM 2025)",
         "2405.19715",
         specdecpp.reproduce,
-        "the exact threshold policy against the best fixed length (THEORY.md 8.7), and fixed, "
+        "the exact threshold policy against the best fixed length (docs/theory.md §8.7), and fixed, "
         "heuristic, oracle-threshold and acceptance-head policies on the real model",
         needs_model=True,
     ),
@@ -83,7 +83,7 @@ _ENTRIES.append(
         "Verification for Speculative Tree Decoding",
         "2403.10444, 2505.12398",
         blockverify.reproduce,
-        "THEORY.md 8.3 (10/9 vs 11/9) and exact block efficiencies of token-level, block and "
+        "docs/theory.md §8.3 (10/9 vs 11/9) and exact block efficiencies of token-level, block and "
         "traversal verification on chains and trees of random Markov models",
         needs_model=False,
     )

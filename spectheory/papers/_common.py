@@ -3,7 +3,7 @@
 A reproduction writes its tables as CSV and its figures as PNG into one
 folder and returns a :class:`PaperResult`: the tables, the files and a list
 of :class:`Check` records, each comparing a published number or claim (or a
-test vector of THEORY.md) with ours under a stated tolerance or direction.
+test vector of docs/theory.md) with ours under a stated tolerance or direction.
 
 Figures are drawn on :class:`matplotlib.figure.Figure` objects and saved
 through the Agg canvas, without ``pyplot``: no global backend switch, no
@@ -55,7 +55,7 @@ class Check:
         What is compared.
     source : str
         Where the reference comes from, with its provenance tag
-        (``[paper]``, ``[derived]``, ``[unconfirmed]``, as in THEORY.md).
+        (``[paper]``, ``[derived]``, ``[unconfirmed]``, as in docs/theory.md).
     reference : str
         The published number or claim.
     ours : str

@@ -7,7 +7,7 @@ lossless.  On small autoregressive models the expected block efficiency
 :math:`\tau` is computed exactly (:func:`spectheory.trees.block_law`, rational
 arithmetic), so the claims become checks:
 
-1. THEORY.md 8.3: on the two-token instance with :math:`\gamma = 2`, token-level
+1. docs/theory.md §8.3: on the two-token instance with :math:`\gamma = 2`, token-level
    verification accepts :math:`10/9` tokens on average, block verification and
    traversal :math:`11/9` (``known_answers.csv``);
 2. on random Markov models (order 1, :math:`V = 3`): chains of length 2 under
@@ -42,7 +42,7 @@ from ._common import Run
 
 __all__ = ["reproduce"]
 
-#: THEORY.md 8.3 [derived]: p = (1/3, 2/3), q = (2/3, 1/3), gamma = 2.
+#: docs/theory.md §8.3 [derived]: p = (1/3, 2/3), q = (2/3, 1/3), gamma = 2.
 INSTANCE_8_3 = ((Fraction(1, 3), Fraction(2, 3)), (Fraction(2, 3), Fraction(1, 3)))
 KNOWN_ACCEPTED = {"token": Fraction(10, 9), "block": Fraction(11, 9), "traversal": Fraction(11, 9)}
 
@@ -69,7 +69,7 @@ def known_answers(run: Run) -> None:
         accepted = block_law(name, p, q, _CHAIN, 3).block_efficiency - 1
         rows.append({"verifier": name, "accepted": str(accepted), "expected": str(expected)})
         run.check(
-            f"THEORY 8.3: accepted tokens, {name}", "THEORY.md 8.3 [derived]", expected,
+            f"THEORY 8.3: accepted tokens, {name}", "docs/theory.md §8.3 [derived]", expected,
             accepted, "exact equality", accepted == expected,
         )  # fmt: skip
     run.table("known_answers", rows)
@@ -102,7 +102,7 @@ def markov_comparison(run: Run, models: int) -> list:
     )  # fmt: skip
     same = all(abs(r["chain / traversal"] - r["chain / block"]) < 1e-15 for r in rows)
     run.check(
-        "traversal on a chain equals block verification", "[derived] THEORY.md 3.10",
+        "traversal on a chain equals block verification", "[derived] docs/theory.md §3.10",
         "equal tau", "equal" if same else "different", "on every model", same,
     )  # fmt: skip
     gain_b = 100 * np.mean([r["chain / block"] / r["chain / token"] - 1 for r in rows])
@@ -121,7 +121,7 @@ def markov_comparison(run: Run, models: int) -> list:
 
 
 def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
-    """THEORY.md 8.3 and exact block efficiencies on random Markov models.
+    """docs/theory.md §8.3 and exact block efficiencies on random Markov models.
 
     Parameters
     ----------

@@ -1,16 +1,16 @@
 r"""Hu et al. (arXiv 2502.18779): optimal multi-draft acceptance for each draft law.
 
-The optimal membership acceptance of :math:`n` drafts (THEORY.md 2.3) is
+The optimal membership acceptance of :math:`n` drafts (docs/theory.md §2.3) is
 
 .. math::
 
     \alpha^* = 1 + \min_{H \subseteq \Sigma} \big[p(H) - Q(H)\big],
 
 with :math:`Q(H)` the probability that every draft lies in :math:`H` under
-the draft law: i.i.d. (:math:`q(H)^n`), without replacement (THEORY.md
+the draft law: i.i.d. (:math:`q(H)^n`), without replacement (docs/theory.md
 2.5) or greedy (top :math:`n-1` plus one sampled, 2.6).  Regenerates
 
-1. the known answers of THEORY.md 8.1 (``known_answers.csv``);
+1. the known answers of docs/theory.md §8.1 (``known_answers.csv``);
 2. on the real trace at the paper's default T = 0.7: :math:`\alpha^*` against
    :math:`n` for each draft law and early-exit draft (``alpha_vs_n.csv``,
    ``alpha_vs_n.png``), and a temperature sweep at the paper's default
@@ -50,11 +50,11 @@ from ._common import Run, close_to, get_trace
 
 __all__ = ["DEFAULT_N", "DEFAULT_TEMPERATURE", "KNOWN_BOUNDS", "reproduce", "valid_rows"]
 
-#: Hu et al.'s defaults [unconfirmed, THEORY.md 9].
+#: Hu et al.'s defaults [unconfirmed, docs/theory.md §9].
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_N = 3
 
-#: THEORY.md 8.1 [derived]: alpha* on instance A, p = (.3, .4, .3), q = (.6, .3, .1).
+#: docs/theory.md §8.1 [derived]: alpha* on instance A, p = (.3, .4, .3), q = (.6, .3, .1).
 KNOWN_BOUNDS = {
     ("iid", 2): "89/100", ("iid", 3): "971/1000",
     ("without_replacement", 2): "139/140", ("without_replacement", 3): "1",
@@ -62,9 +62,9 @@ KNOWN_BOUNDS = {
 }  # fmt: skip
 INSTANCE_A = ((0.3, 0.4, 0.3), (0.6, 0.3, 0.1))
 
-#: THEORY.md 9 [unconfirmed]: existing verifiers lie within 0.1%-3.3% of the optimum.
+#: docs/theory.md §9 [unconfirmed]: existing verifiers lie within 0.1%-3.3% of the optimum.
 GAP_CLAIM = (0.001, 0.033)
-#: THEORY.md 9 [unconfirmed]: drafting without replacement adds 3-4 points of acceptance.
+#: docs/theory.md §9 [unconfirmed]: drafting without replacement adds 3-4 points of acceptance.
 WOR_CLAIM = (3.0, 4.0)
 
 #: Verifiers compared with the bound of each law; "existing" marks published, non-optimal ones.
@@ -93,7 +93,7 @@ def known_answer_checks(run: Run) -> list:
         rows.append({"sampling": law, "n": n, "alpha_star": ours, "theory": ref})
         run.check(
             f"alpha* on instance A, {law}, n = {n}",
-            "THEORY.md 8.1 [derived]",
+            "docs/theory.md §8.1 [derived]",
             ref,
             f"{ours:.15f}",
             "|diff| <= 1e-12",
@@ -159,7 +159,7 @@ def bounds_on_trace(run: Run, trace, drafts, ns, temperatures) -> tuple:
             worst = min(worst, float(np.nanmin(d)))
     run.check(
         "drafting without replacement never lowers the optimum (every position, n, T)",
-        "Hu et al. [paper: empirical]; THEORY.md 2.7 [derived proof]",
+        "Hu et al. [paper: empirical]; docs/theory.md §2.7 [derived proof]",
         "alpha*_wor >= alpha*_iid",
         f"min(alpha*_wor - alpha*_iid) = {worst:.2e}",
         ">= -1e-9",
@@ -264,7 +264,7 @@ def verifier_gaps(run: Run, trace, drafts, table, trials: int) -> list:
     run.table("verifier_gap", rows)
     run.check(
         "closed-form acceptances never exceed the bound on the trace",
-        "THEORY.md 7.3 [derived]",
+        "docs/theory.md §7.3 [derived]",
         "alpha <= alpha*",
         f"max excess {excess:.2e}",
         "<= 1e-9",
@@ -277,7 +277,7 @@ def verifier_gaps(run: Run, trace, drafts, table, trials: int) -> list:
         best[key] = min(best.get(key, np.inf), r["relative_gap"])
     run.check(
         "best existing verifier within a few % of the optimum (T = 0.7, n = 3)",
-        "Hu et al. [unconfirmed second-hand: 0.1%-3.3% on their models, THEORY.md 9]",
+        "Hu et al. [unconfirmed second-hand: 0.1%-3.3% on their models, docs/theory.md §9]",
         f"{100 * GAP_CLAIM[0]:.1f}%-{100 * GAP_CLAIM[1]:.1f}%",
         ", ".join(f"{d} {law}: {100 * g:.2f}%" for (d, law), g in best.items()),
         "every relative gap <= 3.3% (reported only)",
@@ -354,7 +354,7 @@ def exact_small(run: Run, trace, drafts, positions: int, ns=(2, 3)) -> list:
               for r in rows)  # fmt: skip
     run.check(
         "float dual and primal transport LP = exact bound (enumeration over token sets)",
-        "Hu et al. / SpecTr [paper: OT formulation]; THEORY.md 2.3 [derived]",
+        "Hu et al. / SpecTr [paper: OT formulation]; docs/theory.md §2.3 [derived]",
         "equal",
         f"max |float - exact| = {num:.2e}",
         "<= 1e-7 (HiGHS tolerance)",
@@ -380,7 +380,7 @@ def exact_small(run: Run, trace, drafts, positions: int, ns=(2, 3)) -> list:
     neg = [r for r in rows if Fraction(r["exact_gap"]) < 0]
     run.check(
         "no lossless verifier exceeds the bound (exact rational enumeration)",
-        "THEORY.md 7.3 [derived]",
+        "docs/theory.md §7.3 [derived]",
         "alpha <= alpha*",
         f"{len(neg)} of {len(rows)} cases above the bound",
         "none, exactly",
@@ -398,7 +398,7 @@ def claims(run: Run, table, drafts, temperatures) -> None:
     pts = {d: 100 * mean_diff(d, T, "without_replacement") for d in drafts}
     run.check(
         "gain of drafting without replacement over i.i.d. (T = 0.7, n = 3), points",
-        "Hu et al. [unconfirmed second-hand: +3-4 points, THEORY.md 9]",
+        "Hu et al. [unconfirmed second-hand: +3-4 points, docs/theory.md §9]",
         f"+{WOR_CLAIM[0]:g} to +{WOR_CLAIM[1]:g}",
         ", ".join(f"{d}: +{v:.2f}" for d, v in pts.items()),
         "inside [3, 4] (reported only)",
@@ -409,7 +409,7 @@ def claims(run: Run, table, drafts, temperatures) -> None:
     adv = {d: [mean_diff(d, t, "greedy") for t in (lo, hi)] for d in drafts}
     run.check(
         "greedy drafting loses its advantage over i.i.d. at high temperature",
-        "Hu et al. [unconfirmed, THEORY.md 2.7]",
+        "Hu et al. [unconfirmed, docs/theory.md §2.7]",
         "advantage shrinks as T grows",
         ", ".join(f"{d}: {a[0]:+.4f} at T={lo:g}, {a[1]:+.4f} at T={hi:g}" for d, a in adv.items()),
         "advantage at the highest T < at the lowest (reported only)",
@@ -456,6 +456,6 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "layers (drafts) on this project's 38 prompts, continuations sampled at T = 1 and "
         "re-processed at each analysis temperature; Hu et al. used LLaMA-7B/68M, OPT-6.7B/125M "
         "and EAGLE drafts on Alpaca, WMT14 and CNN/DM, with Monte Carlo acceptances. Their "
-        "table values are unconfirmed (THEORY.md 9) and only compared, never required."
+        "table values are unconfirmed (docs/theory.md §9) and only compared, never required."
     )
     return run.result()

@@ -2,7 +2,7 @@ r"""Leviathan, Kalman, Matias (arXiv 2211.17192): optimal draft length, speedup,
 
 Regenerates
 
-1. the optimal-:math:`\gamma` table of THEORY.md 1.5(c): for each
+1. the optimal-:math:`\gamma` table of docs/theory.md §1.5(c): for each
    :math:`(\alpha, c)`, the integer :math:`\gamma^*` maximising Theorem 3.8's
    walltime improvement
 
@@ -16,9 +16,9 @@ Regenerates
    (``gamma_table.csv``, ``speedup_curves.png``);
 2. Table 2 read through Theorem 3.8: :math:`\tau(\gamma)` (the :math:`c = 0`
    ceiling of the speedup) and the cost ratio implied by each reported speed
-   (THEORY.md 1.6 caveat; ``table2.csv``);
+   (docs/theory.md §1.6 caveat; ``table2.csv``);
 3. the log-linear capacity fits of Table 3, :math:`\alpha = a + b\log_{10} N`
-   (THEORY.md 6.2, to 3 decimals; ``table3_fits.csv``);
+   (docs/theory.md §6.2, to 3 decimals; ``table3_fits.csv``);
 4. the early-exit analogue on the real model: :math:`\alpha` of each draft of
    the trace at T = 0 and T = 1 (Table 3's two columns), the draft/target
    cost ratio :math:`c` measured on this CPU, :math:`\gamma^*` and
@@ -55,7 +55,7 @@ from ._common import Run, close_to, cost_ratio, get_model, get_trace
 
 __all__ = ["CONTINUOUS_GAMMA", "GAMMA_TABLE", "TABLE3_FITS", "reproduce"]
 
-#: THEORY.md 1.5(c) [derived from Thm 3.8]: {(alpha, c): (gamma*, S(gamma*) as printed)}.
+#: docs/theory.md §1.5(c) [derived from Thm 3.8]: {(alpha, c): (gamma*, S(gamma*) as printed)}.
 GAMMA_TABLE = {
     (0.50, 0.01): (5, "1.875"), (0.50, 0.05): (3, "1.630"), (0.50, 0.10): (2, "1.458"),
     (0.50, 0.20): (1, "1.250"),
@@ -75,17 +75,17 @@ GAMMA_TABLE = {
     (0.95, 0.20): (10, "2.875"),
 }  # fmt: skip
 
-#: THEORY.md 1.5(b)/8.5 [derived]: continuous optimum gamma*_cont at (alpha, c).
+#: docs/theory.md §1.5(b)/8.5 [derived]: continuous optimum gamma*_cont at (alpha, c).
 CONTINUOUS_GAMMA = {(0.8, 0.05): "7.857", (0.6, 0.1): "2.978", (0.9, 0.01): "24.099"}
 
-#: THEORY.md 1.5(d)/8.5 [derived]: S_oracle / S(gamma*) at (alpha, c).
+#: docs/theory.md §1.5(d)/8.5 [derived]: S_oracle / S(gamma*) at (alpha, c).
 ORACLE_RATIO = {(0.8, 0.05): "1.348"}
 
 #: Leviathan et al. 1.5(d) [paper]: the oracle improves on the best fixed gamma by "up to ~60%";
-#: THEORY.md [derived]: the maximum over alpha <= .95, c in [.005, .2] is about 1.56.
+#: docs/theory.md [derived]: the maximum over alpha <= .95, c in [.005, .2] is about 1.56.
 ORACLE_MAX = (1.5, 1.6)
 
-#: THEORY.md 6.2 [derived from Table 3]: {(target, T): (a, b per decade, R^2)}, 3 decimals.
+#: docs/theory.md §6.2 [derived from Table 3]: {(target, T): (a, b per decade, R^2)}, 3 decimals.
 TABLE3_FITS = {
     ("T5-XXL EnDe", 0): ("0.211", "0.069", "0.944"),
     ("T5-XXL EnDe", 1): ("-0.074", "0.089", "0.966"),
@@ -95,7 +95,7 @@ TABLE3_FITS = {
     ("LaMDA 137B", 1): ("-0.163", "0.092", "0.978"),
 }
 
-#: THEORY.md 1.6 caveat [derived from Table 2]: (task, T, draft) -> printed value.
+#: docs/theory.md §1.6 caveat [derived from Table 2]: (task, T, draft) -> printed value.
 TABLE2_TAU = {("CNNDM", 0, "T5-small"): "2.64", ("EnDe", 1, "T5-small"): "2.57"}
 TABLE2_IMPLIED_C = {("EnDe", 0, "T5-small"): "0.008", ("EnDe", 0, "T5-large"): "0.23"}
 
@@ -138,7 +138,7 @@ def gamma_table_checks(run: Run) -> list:
             }
         )
     run.table("gamma_table", rows)
-    src = "THEORY.md 1.5(c) [derived from Leviathan Thm 3.8]"
+    src = "docs/theory.md §1.5(c) [derived from Leviathan Thm 3.8]"
     run.check(
         f"integer gamma* on the {len(alphas)}x{len(costs)} (alpha, c) grid",
         src,
@@ -158,7 +158,7 @@ def gamma_table_checks(run: Run) -> list:
     agree = all(r["gamma_star"] == r["gamma_lambertw"] == r["gamma_enumerate"] for r in rows)
     run.check(
         "marginal rule = Lambert W = brute force on the grid",
-        "THEORY.md 1.5(a)/(b) [derived]",
+        "docs/theory.md §1.5(a)/(b) [derived]",
         "identical gamma*",
         "identical" if agree else "differ",
         "exact",
@@ -168,7 +168,7 @@ def gamma_table_checks(run: Run) -> list:
         ours = float(continuous_optimal_gamma(a, c))
         run.check(
             f"continuous gamma* at (alpha, c) = ({a}, {c})",
-            "THEORY.md 1.5(b), 8.5 [derived]",
+            "docs/theory.md §1.5(b), 8.5 [derived]",
             ref,
             f"{ours:.4f}",
             "half a unit of the last digit",
@@ -178,7 +178,7 @@ def gamma_table_checks(run: Run) -> list:
         ours = float(oracle_speedup(a, c)) / float(optimal_gamma(a, c).speedup)
         run.check(
             f"oracle / best fixed gamma at (alpha, c) = ({a}, {c})",
-            "THEORY.md 1.5(d), 8.5 [derived]",
+            "docs/theory.md §1.5(d), 8.5 [derived]",
             ref,
             f"{ours:.4f}",
             "half a unit of the last digit",
@@ -189,7 +189,7 @@ def gamma_table_checks(run: Run) -> list:
     k = np.unravel_index(np.argmax(ratio), ratio.shape)
     run.check(
         "largest oracle gain over the best fixed gamma (alpha <= .95, c in [.005, .2])",
-        "Leviathan et al. 1.5(d) [paper: 'up to ~60%']; THEORY.md [derived: ~1.56]",
+        "Leviathan et al. 1.5(d) [paper: 'up to ~60%']; docs/theory.md [derived: ~1.56]",
         f"in [{ORACLE_MAX[0]}, {ORACLE_MAX[1]}]",
         f"{ratio.max():.4f} at alpha = {A[k]:.2f}, c = {C[k]:.3f}",
         "inside the interval",
@@ -224,7 +224,7 @@ def table2_checks(run: Run) -> list:
         ours = by_key[key]["tau"]
         run.check(
             f"Table 2 {key}: tau(gamma), the c = 0 ceiling",
-            "THEORY.md 1.6 caveat [derived from Table 2]",
+            "docs/theory.md §1.6 caveat [derived from Table 2]",
             ref,
             f"{ours:.4f} (reported speed {by_key[key]['reported_speedup']})",
             "half a unit of the last digit",
@@ -234,7 +234,7 @@ def table2_checks(run: Run) -> list:
         ours = by_key[key]["implied_c"]
         run.check(
             f"Table 2 {key}: implied cost ratio c",
-            "THEORY.md 1.6 caveat [derived from Table 2]",
+            "docs/theory.md §1.6 caveat [derived from Table 2]",
             ref,
             f"{ours:.4f}",
             "half a unit of the last digit",
@@ -281,7 +281,7 @@ def table3_fit_rows(run: Run | None = None) -> list:
         ok = all(close_to(o, float(r), _half_unit(r)) for o, r in zip(ours, ref))
         run.check(
             f"Table 3 fit {target}, T = {T}: (a, b, R^2)",
-            "THEORY.md 6.2 [derived from Leviathan Table 3]",
+            "docs/theory.md §6.2 [derived from Leviathan Table 3]",
             "(" + ", ".join(ref) + ")",
             "(" + ", ".join(f"{o:.4f}" for o in ours) + ")",
             "each within half a unit of the 3rd decimal",

@@ -1,12 +1,12 @@
 r"""Scaling laws (Scylla arXiv 2505.07858; Leviathan et al. Table 3; Spec-Bench): capacity.
 
 Scylla reports that acceptance grows log-linearly in draft capacity
-(THEORY.md 6.1, statements unconfirmed).  Regenerates, side by side,
+(docs/theory.md §6.1, statements unconfirmed).  Regenerates, side by side,
 
 1. the published log-linear capacity fits
    :math:`\alpha = a + b \log_{10} N_{\mathrm{draft}}` of Leviathan et al.
-   Table 3 (THEORY.md 6.2, to 3 decimals) and the fixed-draft, growing-target
-   data of Spec-Bench (SpS, vicuna-68m draft; THEORY.md 6.2/6.3), fitted in
+   Table 3 (docs/theory.md §6.2, to 3 decimals) and the fixed-draft, growing-target
+   data of Spec-Bench (SpS, vicuna-68m draft; docs/theory.md §6.2/6.3), fitted in
    :math:`\log_{10}` of the target size;
 2. the capacity law measured on the real model: the mean acceptance
    :math:`\bar\beta(L, T)` of the early exits after :math:`L` of 30 layers of
@@ -37,7 +37,7 @@ from ._common import Run, get_model, get_trace
 
 __all__ = ["PUBLISHED_SLOPE_RANGE", "SPEC_BENCH_TARGETS", "reproduce"]
 
-#: THEORY.md 6.2 [derived]: about +0.07..0.09 acceptance per decade of draft parameters.
+#: docs/theory.md §6.2 [derived]: about +0.07..0.09 acceptance per decade of draft parameters.
 PUBLISHED_SLOPE_RANGE = (0.07, 0.09)
 
 #: Spec-Bench A100 settings and their Vicuna-v1.3 target sizes (parameters).
@@ -57,7 +57,7 @@ def spec_bench_rows(run: Run) -> list:
     sps = [r["tau"] for r in rows if r["method"] == "SpS"]
     run.check(
         "fixed draft, growing target: SpS tau falls from 7B to 13B to 33B",
-        "Spec-Bench leaderboard [paper]; THEORY.md 6.2",
+        "Spec-Bench leaderboard [paper]; docs/theory.md §6.2",
         "2.28 > 2.19 > 2.01",
         " > ".join(f"{t:.2f}" for t in sps),
         "strictly decreasing",
@@ -156,7 +156,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         )
         run.check(
             f"measured capacity slope (T = {T:g}) vs the published range",
-            "Leviathan Table 3 fits [derived, THEORY.md 6.2]; Scylla [unconfirmed]",
+            "Leviathan Table 3 fits [derived, docs/theory.md §6.2]; Scylla [unconfirmed]",
             f"+{PUBLISHED_SLOPE_RANGE[0]}..{PUBLISHED_SLOPE_RANGE[1]} per decade",
             f"{fit.slope:+.3f} [{fit.slope_ci[0]:+.3f}, {fit.slope_ci[1]:+.3f}] per decade",
             "bootstrap CI overlaps the range (reported only: early exits are not trained drafts)",
@@ -217,7 +217,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "untrained exits), so 'capacity' is depth at a fixed width and the tied 28M embedding is "
         "shared by every draft; published laws vary separately trained drafts (T5, LaMDA; "
         "Scylla: pretraining tokens, layers, batch size). Scylla's coefficients are unconfirmed "
-        "(THEORY.md 6.1), so only the qualitative log-linear form is compared. Trained adapters "
+        "(docs/theory.md §6.1), so only the qualitative log-linear form is compared. Trained adapters "
         "(spectheory.lm.draft_scaling) are not used yet."
     )
     return run.result()

@@ -2,7 +2,7 @@ r"""SpecDec++ (Huang, Guo, Wang; arXiv 2405.19715): threshold policy against fix
 
 Regenerates
 
-1. THEORY.md 8.7 exactly: the average-cost decision process of THEORY.md 5.4
+1. docs/theory.md §8.7 exactly: the average-cost decision process of docs/theory.md §5.4
    at :math:`c = t_d/t_t = 0.2`, :math:`K_{\max} = 25`, for two acceptance
    laws, solved by Dinkelbach plus backward induction and, independently, by
    the semi-Markov LP (:func:`spectheory.solve_specdecpp`): optimal speedup
@@ -36,7 +36,7 @@ from ._common import Run, close_to, cost_ratio, get_model, get_trace
 
 __all__ = ["MDP_CASES", "PUBLISHED_GAINS", "reproduce"]
 
-#: THEORY.md 8.7 [derived]: c = 0.2, K_max = 25.  Per case: E[a], S*, lambda*, threshold
+#: docs/theory.md §8.7 [derived]: c = 0.2, K_max = 25.  Per case: E[a], S*, lambda*, threshold
 #: interval (lo, hi), myopic "continue iff P > x", best fixed gamma and its speedup.
 MDP_CASES = {
     "two-point": {
@@ -74,9 +74,9 @@ def _half_unit(printed: str) -> float:
 
 
 def mdp_checks(run: Run) -> list:
-    """THEORY.md 8.7 with both solvers, and the threshold sweep."""
+    """docs/theory.md §8.7 with both solvers, and the threshold sweep."""
     rows, sweep = [], []
-    src = "THEORY.md 8.7 [derived]"
+    src = "docs/theory.md §8.7 [derived]"
     for name, case in MDP_CASES.items():
         law = case["law"]
         r = solve_specdecpp(law, C_MDP, k_max=K_MAX)
@@ -132,7 +132,7 @@ def mdp_checks(run: Run) -> list:
         )
         run.check(
             f"{name} law: Dinkelbach = semi-Markov LP",
-            "THEORY.md 5.4 [derived]",
+            "docs/theory.md §5.4 [derived]",
             f"{lp.speedup:.12f} (LP)",
             f"{r.speedup:.12f}",
             "|diff| <= 1e-9",
@@ -157,7 +157,7 @@ def mdp_checks(run: Run) -> list:
         best_sweep = max(s["speedup"] for s in sweep if s["case"] == name)
         run.check(
             f"{name} law: no threshold on a grid of {19 if run.quick else 91} beats the solver",
-            "THEORY.md 5.4 [derived]",
+            "docs/theory.md §5.4 [derived]",
             f"S* = {r.speedup:.6f}",
             f"best on the grid {best_sweep:.6f}",
             "grid best <= S* + 1e-12",
@@ -290,7 +290,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     PaperResult
     """
     run = Run("specdecpp", out_dir, quick, progress)
-    run.log("THEORY.md 8.7: exact average-cost MDP, Dinkelbach and LP")
+    run.log("docs/theory.md §8.7: exact average-cost MDP, Dinkelbach and LP")
     mdp_checks(run)
     run.log("real model: acceptance head and draft-length policies")
     loaded = get_model(loaded)

@@ -2,8 +2,8 @@ r"""SpecTr (Sun et al., arXiv 2310.15141): K-SEQ against the optimal transport, 
 
 With :math:`n` i.i.d. drafts from :math:`q`, the optimal membership
 acceptance is :math:`\alpha^*_{\mathrm{iid}} = 1 + \min_H [p(H) - q(H)^n]`
-(THEORY.md 2.3-2.4, :func:`spectheory.bound`), and SpecTr's K-SEQ verifier
-accepts with (THEORY.md 3.3)
+(docs/theory.md §2.3-2.4, :func:`spectheory.bound`), and SpecTr's K-SEQ verifier
+accepts with (docs/theory.md §3.3)
 
 .. math::
 
@@ -13,7 +13,7 @@ accepts with (THEORY.md 3.3)
 whose first-accept part the paper guarantees to be a
 :math:`(1 - 1/e)`-approximation of the optimum.  Regenerates
 
-1. the known answers of THEORY.md 8.1/8.2 for K-SEQ (``known_answers.csv``);
+1. the known answers of docs/theory.md §8.1/8.2 for K-SEQ (``known_answers.csv``);
 2. a worst-case search over small vocabularies (random Dirichlet instances,
    then Nelder-Mead on the logits of the worst ones) of
    :math:`\alpha_{\mathrm{KSEQ}}/\alpha^*` for each :math:`n`, beside RRS
@@ -50,7 +50,7 @@ __all__ = ["GUARANTEE", "KNOWN_KSEQ", "SEARCH_MINIMA", "iid_optimum", "reproduce
 #: SpecTr's approximation guarantee [paper].
 GUARANTEE = 1.0 - 1.0 / math.e
 
-#: THEORY.md 8.1/8.2 [derived]: K-SEQ acceptance on known instances: (p, q, n) -> value.
+#: docs/theory.md §8.1/8.2 [derived]: K-SEQ acceptance on known instances: (p, q, n) -> value.
 KNOWN_KSEQ = {
     "instance A, n = 2": ((0.3, 0.4, 0.3), (0.6, 0.3, 0.1), 2, "0.84"),
     "instance A, n = 3": ((0.3, 0.4, 0.3), (0.6, 0.3, 0.1), 3, "0.875"),
@@ -58,12 +58,12 @@ KNOWN_KSEQ = {
     "8.2 row 2, n = 3": ((0.469, 0.124, 0.407), (0.201, 0.275, 0.524), 3, "0.880028"),
 }
 
-#: THEORY.md 3.3 [derived]: minima of alpha_KSEQ / alpha*_iid found by random search.
+#: docs/theory.md §3.3 [derived]: minima of alpha_KSEQ / alpha*_iid found by random search.
 SEARCH_MINIMA = {2: 0.889, 3: 0.865, 4: 0.854}
 
 
 def iid_optimum(p, q, n) -> float:
-    r"""The i.i.d. optimum of one small row by the prefix lemma (THEORY.md 2.4).
+    r"""The i.i.d. optimum of one small row by the prefix lemma (docs/theory.md §2.4).
 
     .. math::
 
@@ -99,7 +99,7 @@ def known_answer_checks(run: Run) -> list:
         rows.append({"instance": name, "p": p, "q": q, "n": n, "kseq": ours, "theory": ref})
         run.check(
             f"K-SEQ acceptance, {name}",
-            "THEORY.md 8.1/8.2 [derived]",
+            "docs/theory.md §8.1/8.2 [derived]",
             ref,
             f"{ours:.7f}",
             "half a unit of the last digit",
@@ -168,7 +168,7 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
         dev = max(dev, abs(iid_optimum(p, q, n) - float(bound(p, q, n))))
     run.check(
         "prefix-lemma scan of the search = spectheory.bound",
-        "THEORY.md 2.4 [derived]",
+        "docs/theory.md §2.4 [derived]",
         "equal",
         f"max |diff| = {dev:.2e}",
         "<= 1e-12",
@@ -186,7 +186,7 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
     )
     run.check(
         "K-SEQ / optimum >= 1 - (1 - 1/n)^n, every n of the search",
-        "per-n constant [unconfirmed, THEORY.md 3.3]",
+        "per-n constant [unconfirmed, docs/theory.md §3.3]",
         "1 - (1 - 1/n)^n",
         ", ".join(f"n={r['n']}: {r['min_ratio']:.3f} vs {r['per_n_constant']:.3f}" for r in ks),
         "every ratio >= its constant",
@@ -196,8 +196,8 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
     comparable = [r for r in ks if r["n"] in SEARCH_MINIMA]
     if comparable:
         run.check(
-            "worst case found vs THEORY.md's random search",
-            "THEORY.md 3.3 [derived]",
+            "worst case found vs docs/theory.md's random search",
+            "docs/theory.md §3.3 [derived]",
             ", ".join(f"n={n}: {v}" for n, v in SEARCH_MINIMA.items()),
             ", ".join(f"n={r['n']}: {r['min_ratio']:.3f}" for r in comparable),
             "ours <= theirs + 0.01 (a search at least as deep); depends on the search",
@@ -260,7 +260,7 @@ def trace_ratios(run: Run, trace, ns, temperatures) -> list:
         dev = max(abs(r["kseq_over_star_min"] - 1) for r in n1)
         run.check(
             "n = 1: K-SEQ is standard speculative sampling and optimal",
-            "Leviathan et al. Thm 3.5 [paper]; THEORY.md 3.3 (rho* = 1)",
+            "Leviathan et al. Thm 3.5 [paper]; docs/theory.md §3.3 (rho* = 1)",
             "ratio = 1",
             f"max |ratio - 1| = {dev:.2e}",
             "<= 1e-9",
@@ -269,7 +269,7 @@ def trace_ratios(run: Run, trace, ns, temperatures) -> list:
     excess = max(r["max_excess_over_star"] for r in summary)
     run.check(
         "lossless verifiers never exceed the optimum on the trace",
-        "THEORY.md 7.3 [derived]",
+        "docs/theory.md §7.3 [derived]",
         "alpha <= alpha*",
         f"max excess {excess:.2e}",
         "<= 1e-9",

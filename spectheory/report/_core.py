@@ -268,7 +268,7 @@ def section_lossless(ctx: ReportContext, page) -> None:
         f"`spectheory.check_lossless` at {rows.size} real positions of draft {draft} at T = 1 "
         "(the highest-entropy targets whose overlap with the draft is between 0.1 and 0.9), "
         f"{trials:,} trials per position, false-alarm rate 1e-6. Correct verifiers must pass; "
-        "typical acceptance (lossy by design) and every reproduced real bug (THEORY.md 7.5) must "
+        "typical acceptance (lossy by design) and every reproduced real bug (docs/theory.md §7.5) must "
         "be flagged. `detectable TV` is the smallest bias on one position found with "
         "probability 0.99."
     )

@@ -20,7 +20,7 @@ def section_papers(ctx: ReportContext, page) -> None:
 
     page.section("The papers, reproduced", "papers")
     page.paragraph(
-        "Each reproduction compares published numbers or claims (THEORY.md section 9) with ours. "
+        "Each reproduction compares published numbers or claims (docs/theory.md §9) with ours. "
         "Required checks decide the verdict; checks marked `required = no` are reported only: "
         "unconfirmed second-hand claims, or numbers measured on other models and hardware. "
         "Each runs its quick grid on this report's trace; `spectheory reproduce NAME` runs the "

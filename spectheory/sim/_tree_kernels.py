@@ -20,7 +20,7 @@ Kernels
     once per instance (:func:`node_tables`); a trial costs
     :math:`O(\text{depth}\cdot(n + V))`, :math:`V` for the one inverse-CDF draw.
     Token-level verification is RRS with one draw per node.
-``block`` (chain; THEORY.md 3.9): the weights :math:`w_i` and stopping
+``block`` (chain; docs/theory.md §3.9): the weights :math:`w_i` and stopping
     probabilities :math:`h_i` do not depend on the coins, so they are computed
     once per instance; a trial is a backward scan and one categorical draw from
     a per-instance residual table: :math:`O(\gamma + V)`.

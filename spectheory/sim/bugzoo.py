@@ -1,4 +1,4 @@
-"""A zoo of biased verifiers that reproduce real bug classes (THEORY.md 7.5).
+"""A zoo of biased verifiers that reproduce real bug classes (docs/theory.md §7.5).
 
 Each is a user callable ``fn(target, draft, drafts, rng) -> int`` as accepted
 by :func:`spectheory.check_lossless`, written to fail the way a published
@@ -6,7 +6,7 @@ system failed.  They exist to show that the checker catches each class on real
 model positions (``tests/test_bugzoo.py``); never use them to decode.
 
 =================================  =============================================================
-name                               real reports (THEORY.md 7.5)
+name                               real reports (docs/theory.md §7.5)
 =================================  =============================================================
 ``softmax_residual``               transformers PR #28508: softmax(clamp(p - q)) as the residual
 ``argmax_draft_sampled_ratio``     transformers #32867: argmax drafts verified with softmax q

@@ -10,13 +10,13 @@ Tests (all at a stated false-alarm rate ``alpha``, Bonferroni-split):
 
 * **impossible outputs**: a token with ``p(y) = 0`` is proof of bias;
 * **per row**, Pearson's chi-square of the output counts against ``p``, bins
-  with expected count below 5 merged into one (THEORY.md 7.2);
+  with expected count below 5 merged into one (docs/theory.md §7.2);
 * **pooled over rows** (each row its own target): the randomised probability
   integral transform :math:`u = F(y^-) + U p(y)`, with tokens ordered by
   decreasing ``p`` and :math:`U \sim U(0, 1)`, is exactly uniform under the
   null whatever ``p`` is, so the ``u`` of all rows and trials are pooled and
   tested for uniformity (chi-square on 50 equiprobable bins);
-* **acceptance above the bound** (THEORY.md 7.3): a lossless verifier's
+* **acceptance above the bound** (docs/theory.md §7.3): a lossless verifier's
   membership acceptance is at most :math:`\alpha^*` (:func:`spectheory.bound`);
   the count of accepted trials is tested against it with Hoeffding's
   Chernoff bound, :math:`P(K \ge k) \le \exp(-N\,\mathrm{kl}(k/N \,\|\, \bar\alpha^*))`,
@@ -108,7 +108,7 @@ class LosslessReport:
 def detectable_tv(trials: int, bins: int, alpha: float, power: float = 0.99) -> float:
     """Smallest TV bias that Pearson's test on ``bins`` cells detects with probability ``power``.
 
-    Uses :math:`\\lambda \\ge 4 N\\,\\mathrm{TV}^2` (THEORY.md 7.2).
+    Uses :math:`\\lambda \\ge 4 N\\,\\mathrm{TV}^2` (docs/theory.md §7.2).
 
     >>> round(detectable_tv(20_000, 10, 1e-6), 3)
     0.03

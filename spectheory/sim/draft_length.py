@@ -1,6 +1,6 @@
 r"""Draft-length policies simulated on real per-position acceptances (exact expectations).
 
-The renewal model of THEORY.md 5.4, driven by a recorded continuation: for a
+The renewal model of docs/theory.md §5.4, driven by a recorded continuation: for a
 prompt whose continuation has :math:`n` positions with acceptances
 :math:`\beta_0, \dots, \beta_{n-1}` (:func:`spectheory.lm.acceptance_profile`),
 a round that starts at position :math:`s` drafts :math:`\gamma_r` tokens for
@@ -14,16 +14,16 @@ continuation: :math:`\gamma_r \le n - 1 - s`, so every prompt emits exactly
 Policies (all see only the past and the current round):
 
 - :class:`Fixed`: :math:`\gamma_r = \gamma` (SpecDec, Leviathan et al. [2]_).
-- :class:`Heuristic`: the Hugging Face schedule (THEORY.md 5.6/5.8):
+- :class:`Heuristic`: the Hugging Face schedule (docs/theory.md §5.6/5.8):
   start at 5; :math:`\gamma \leftarrow \gamma + 2` if every scheduled token
   was accepted, else :math:`\max(1, \gamma - 1)`; capped at ``k_max``.
 - :class:`Threshold`: stop drafting as soon as
-  :math:`1 - \prod_{i < k} a_{s+i} \ge h` (SpecDec++ [1]_, THEORY.md 5.3-5.6),
+  :math:`1 - \prod_{i < k} a_{s+i} \ge h` (SpecDec++ [1]_, docs/theory.md §5.3-5.6),
   with :math:`a = \beta` (the oracle: the true acceptances of the tokens
   drafted so far) or :math:`a = \hat\beta` (an acceptance head's
   predictions, :mod:`spectheory.lm.acchead`).
 
-Accounting (THEORY.md 5.1): with :math:`N` emitted tokens,
+Accounting (docs/theory.md §5.1): with :math:`N` emitted tokens,
 :math:`N_{\mathrm{target}}` rounds and :math:`N_{\mathrm{discard}}` rejected
 draft tokens,
 
@@ -379,7 +379,7 @@ def binned_acceptance_law(beta, bins: int = 5):
 def oracle_threshold(beta, c, *, bins: int = 5, k_max: int = 25) -> float:
     r"""Threshold ``h`` of the optimal SpecDec++ policy for the empirical law of :math:`\beta`.
 
-    Solves the average-cost MDP of THEORY.md 5.4
+    Solves the average-cost MDP of docs/theory.md §5.4
     (:func:`spectheory.solvers.specdecpp.solve_specdecpp`) with i.i.d.
     acceptances drawn from :func:`binned_acceptance_law` and returns its
     threshold on :math:`1 - P`: the midpoint of the solver's interval

@@ -5,7 +5,7 @@ number of drafts ``n`` and draft law, the tidy table holds one row per
 verifier with
 
 * ``bound``: the optimal acceptance :math:`\alpha^*` (:func:`spectheory.bound`);
-* ``exact``: the verifier's closed-form acceptance (THEORY.md 3.0) where one
+* ``exact``: the verifier's closed-form acceptance (docs/theory.md §3.0) where one
   exists for that draft law, else empty;
 * ``mc``, ``mc_low``, ``mc_high``: the Monte Carlo membership acceptance over
   ``trials`` trials (:func:`spectheory.simulate`, numba kernels) and its 95%

@@ -33,7 +33,7 @@ Examples
 >>> r = simulate("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=20_000, seed=1)
 >>> r.tokens.shape, r.drafts.shape
 ((1, 20000), (1, 20000, 2))
->>> round(r.mean_acceptance, 2)  # exact (THEORY.md 3.1): 1 - (1 - 0.7)(1 - 0.4) = 0.82
+>>> round(r.mean_acceptance, 2)  # exact (docs/theory.md §3.1): 1 - (1 - 0.7)(1 - 0.4) = 0.82
 0.82
 """
 

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 #: Nodes per octave of the log-time grid of the exponential-clock integral
-#: (THEORY.md 2.5(c)).  The step ``h = ln 2 / 3`` lets every node's
+#: (docs/theory.md §2.5(c)).  The step ``h = ln 2 / 3`` lets every node's
 #: ``exp(-x t)`` come from the node an octave below by squaring, so each
 #: token costs three exponentials instead of one per node.  The integrand is
 #: analytic in a strip of half-width ~pi/2 around the real log-time axis, so
@@ -308,7 +308,7 @@ def wor_prepare(p, q, order, n):
 def wor_prefix_min(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
     """min_k [P_k - Q_wor(H_k)] over prefixes of each row's ratio order.
 
-    ``Q_wor`` by the exponential-clock integral (THEORY.md 2.5(c)): with
+    ``Q_wor`` by the exponential-clock integral (docs/theory.md §2.5(c)): with
     ``E_i ~ Exp(q_i)`` and ``lam = 1 - q(H)``,
     ``1 - Q(H) = int lam e^{-lam t} P(N_H(t) <= n-1) dt``, evaluated by the
     trapezoidal rule in ``u = log t`` on the nodes ``t`` (step ``h``) with

@@ -1,4 +1,4 @@
-"""Published acceptance measurements, with their sources (THEORY.md 1.6, 6.2, 6.3).
+"""Published acceptance measurements, with their sources (docs/theory.md §1.6, 6.2, 6.3).
 
 Plain Python data, so that it ships with the package without package-data
 configuration.  Every entry names the paper and table it comes from.
@@ -55,7 +55,7 @@ LEVIATHAN_TABLE3 = {
     },
 }
 
-#: Parameter counts of the neural drafts of Table 3 (THEORY.md 6.2: T5 v1.1
+#: Parameter counts of the neural drafts of Table 3 (docs/theory.md §6.2: T5 v1.1
 #: sizes 77M / 250M / 800M; LaMDA drafts as named).
 LEVIATHAN_DRAFT_PARAMS = {
     "T5-small": 77e6,

@@ -9,7 +9,7 @@ over the draft *sets* ``c`` (the membership classes of the draft law, see
 :func:`spectheory.drafting.draft_set_law`).  Only pairs with ``y in c`` can
 score, and any sub-coupling extends to a full coupling of the two marginals
 (by the product of the leftover masses), so this equals the
-equality-constrained transport problem of SpecTr (THEORY.md 2.2) while
+equality-constrained transport problem of SpecTr (docs/theory.md §2.2) while
 staying feasible under rounding.  Its LP dual is the subset selection of
 2.3 with :math:`u, v \ge 0`; the incidence matrix is totally unimodular,
 so HiGHS's basic dual is 0/1 and ``H = {y : v(y) = 1}`` is the certificate.

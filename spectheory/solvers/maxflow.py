@@ -1,6 +1,6 @@
 r"""The max-flow form of the optimal acceptance, in exact integer arithmetic (networkx).
 
-Network (THEORY.md 2.2): source :math:`\to` draft set ``c`` with capacity
+Network (docs/theory.md §2.2): source :math:`\to` draft set ``c`` with capacity
 ``P(c)``; ``c`` :math:`\to` token ``y`` for ``y in c`` with infinite capacity;
 ``y`` :math:`\to` sink with capacity ``p(y)``.  The maximum flow is
 :math:`\alpha^*`.  A minimum cut is a dual certificate: with ``H`` the tokens

@@ -4,7 +4,7 @@ For a draft law that draws ``n`` tokens from ``q`` and a target ``p``, the best
 membership acceptance any lossless verifier can reach is the value of an
 optimal-transport problem between the law of the draft tuple and ``p``
 (SpecTr [1]_; Hu et al. [2]_).  Its dual is a selection of one token set
-(THEORY.md section 2.3):
+(docs/theory.md §2.3):
 
 .. math::
 
@@ -106,7 +106,7 @@ def ratio_order(p, q):
 
 
 def _iid(p, q, n):
-    # A token of an optimal H has p/q <= n q(H)^(n-1) <= n (THEORY.md 2.4).
+    # A token of an optimal H has p/q <= n q(H)^(n-1) <= n (docs/theory.md §2.4).
     best, cert = _k.iid_bucket_min(p, q, n, float(n))
     return 1.0 + best, cert, "prefix scan over p/q (bucketed, exact), O(V) + small sorts"
 
@@ -166,7 +166,7 @@ def greedy_value(p, q, n):
     """Closed form for the greedy law, batched: value (B,) and certificate (B, V).
 
     :math:`\\alpha^* = p(T) + \\sum_{i \\notin T} \\min(p_i, \\tilde q_i)`
-    (THEORY.md 2.6), with ``T`` the top ``n - 1`` draft tokens (ties to the
+    (docs/theory.md §2.6), with ``T`` the top ``n - 1`` draft tokens (ties to the
     lowest id).  The certificate is ``T`` plus the tokens with
     :math:`p_i < \\tilde q_i`.
     """
@@ -223,7 +223,7 @@ def solve_bound(target, draft, n=1, sampling="iid", method="dual", *, atol=None)
 
     Examples
     --------
-    THEORY.md 8.1, instance A (two i.i.d. drafts: 89/100, H = {a, b}):
+    docs/theory.md §8.1, instance A (two i.i.d. drafts: 89/100, H = {a, b}):
 
     >>> r = solve_bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2)
     >>> round(r.value, 12), r.certificate.tolist()
@@ -268,7 +268,7 @@ def bound(target, draft, n=1, sampling="iid", *, atol=None):
         \alpha^* = 1 + \min_{H \subseteq \Sigma}\,[\,p(H) - Q(H)\,]
 
     the largest probability that a lossless verifier outputs one of the
-    ``n`` drafts (THEORY.md 2.3).  See :func:`solve_bound` for the
+    ``n`` drafts (docs/theory.md §2.3).  See :func:`solve_bound` for the
     parameters and the certificate.
 
     Returns

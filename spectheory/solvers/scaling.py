@@ -1,8 +1,8 @@
 r"""Log-linear scaling laws for acceptance: :math:`y = a + b \log_B x`.
 
 Scylla [1]_ reports that acceptance rate and acceptance length grow
-log-linearly in draft pretraining tokens and draft capacity (THEORY.md 6.1);
-THEORY.md 6.2 fits :math:`\alpha = a + b \log_{10} N_{\text{draft}}` to
+log-linearly in draft pretraining tokens and draft capacity (docs/theory.md §6.1);
+docs/theory.md §6.2 fits :math:`\alpha = a + b \log_{10} N_{\text{draft}}` to
 Leviathan et al. Table 3 [2]_.  :func:`fit_log_linear` fits the law by
 ordinary least squares in :math:`u = \log_B x`:
 
@@ -146,7 +146,7 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     y : array_like (n,)
         The response (acceptance rate, acceptance length ...).
     base : float > 0, != 1, or "e"
-        Base of the logarithm; 10 gives the slope per decade (THEORY.md 6.2).
+        Base of the logarithm; 10 gives the slope per decade (docs/theory.md §6.2).
     n_boot : int >= 1
         Bootstrap resamples.
     confidence : float in (0, 1)
@@ -239,7 +239,7 @@ def leviathan_capacity_data(target, temperature):
     Returns
     -------
     params : ndarray (3,)
-        Draft parameter counts (THEORY.md 6.2).
+        Draft parameter counts (docs/theory.md §6.2).
     alpha : ndarray (3,)
 
     Examples

@@ -1,4 +1,4 @@
-r"""Sequoia's dynamic program: the tree of largest expected block efficiency (THEORY.md 4.3).
+r"""Sequoia's dynamic program: the tree of largest expected block efficiency (docs/theory.md §4.3).
 
 With a rank-acceptance vector ``acc`` (``acc[b-1]`` = probability that the
 ``b``-th child drawn without replacement is the accepted one, measured

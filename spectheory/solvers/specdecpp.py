@@ -1,7 +1,7 @@
 r"""The SpecDec++ draft-length decision process, solved exactly.
 
 SpecDec++ [1]_ decides after every drafted token whether to draft another
-one or to stop and call the target.  THEORY.md 5.4 models one round as a
+one or to stop and call the target.  docs/theory.md §5.4 models one round as a
 renewal: it starts at :math:`P = 1, k = 0`; ``continue`` costs
 :math:`t_d`, reveals :math:`a`, the conditional acceptance probability of the
 new token, and sets :math:`P \leftarrow P a`, :math:`k \leftarrow k + 1`;
@@ -35,7 +35,7 @@ a rounded float, so equal products never merge wrongly and distinct ones
 never collide.  There are :math:`\binom{K_{\max} + m}{m}` of them for ``m``
 values (3,276 for m = 3, K = 25).
 
-Under i.i.d. acceptance the optimum is a threshold in :math:`P` (THEORY.md
+Under i.i.d. acceptance the optimum is a threshold in :math:`P` (docs/theory.md
 5.4; the paper's Theorem 3.1 in the form of 5.3): stop iff
 :math:`P(\text{some drafted token rejected}) = 1 - P \ge h`.  The solver
 reports the interval of thresholds ``h`` that reproduce its policy on every
@@ -612,7 +612,7 @@ def evaluate_threshold_policy(acceptance, t_draft, h, *, t_target=1.0, transitio
     r"""Exact speedup of the rule "stop iff :math:`1 - P \ge h`" (or at :math:`K_{\max}`).
 
     This is the rule SpecDec++ runs with a trained acceptance head and a tuned
-    ``h`` (THEORY.md 5.6, without the off-by-one of the official code).
+    ``h`` (docs/theory.md §5.6, without the off-by-one of the official code).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ One round drafts :math:`\gamma` tokens, then one target call verifies them
 and emits the accepted prefix plus one target token.  With
 :math:`\alpha_k` the probability that draft token ``k`` is accepted given
 that tokens ``1..k-1`` were, and :math:`P_j = \prod_{i \le j} \alpha_i`
-(:math:`P_0 = 1`), THEORY.md 1.3-1.5 gives
+(:math:`P_0 = 1`), docs/theory.md §1.3-1.5 gives
 
 .. math::
 
@@ -30,7 +30,7 @@ is the mediant of :math:`S(\gamma)` and :math:`P_{\gamma+1}/c`, so
 
 exact whenever :math:`P_j` is non-increasing (then :math:`S` is unimodal).
 For i.i.d. :math:`\alpha` the continuous optimum has a closed form through the
-lower branch of the Lambert W function (THEORY.md 1.5(b)): with
+lower branch of the Lambert W function (docs/theory.md §1.5(b)): with
 :math:`L = -\ln\alpha` and :math:`t = L(1-c)/c`,
 
 .. math::
@@ -300,7 +300,7 @@ def oracle_speedup(alpha, c):
 
     Per round it drafts a geometric number of tokens, all accepted, then one
     target call: :math:`E[\text{tokens}] = 1/(1-\alpha)` at cost
-    :math:`c\alpha/(1-\alpha) + 1` (THEORY.md 1.5(d)), so
+    :math:`c\alpha/(1-\alpha) + 1` (docs/theory.md §1.5(d)), so
 
     .. math:: S_{\mathrm{oracle}} = \frac{1}{1 - \alpha + c\alpha} .
 
@@ -524,7 +524,7 @@ def continuous_optimal_gamma(alpha, c):
         \gamma^*_{\mathrm{cont}} = \max\!\Big(\frac{s - 1 - t}{L} - 1,\ 0\Big)
         = \max\!\Big(\frac{\ln s}{L} - 1,\ 0\Big)
 
-    (THEORY.md 1.5(b)).  :math:`S` is quasi-concave in real :math:`\gamma`
+    (docs/theory.md §1.5(b)).  :math:`S` is quasi-concave in real :math:`\gamma`
     (a concave over an affine function), so the clipped stationary point is
     the maximiser over :math:`\gamma \ge 0`.  ``s`` comes from
     ``scipy.special.lambertw(..., k=-1)`` and is polished by Newton steps on
@@ -545,7 +545,7 @@ def continuous_optimal_gamma(alpha, c):
 
     Examples
     --------
-    THEORY.md 8.5:
+    docs/theory.md §8.5:
 
     >>> round(continuous_optimal_gamma(0.8, 0.05), 3)
     7.857
@@ -640,7 +640,7 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
 
     ``"marginal"`` (default)
         :math:`\gamma^* = \min\{\gamma : \alpha^{\gamma+1} \le c\,S(\gamma)\}`
-        (THEORY.md 1.5(a)), exact on integers.
+        (docs/theory.md §1.5(a)), exact on integers.
     ``"lambertw"``
         The continuous optimum (:func:`continuous_optimal_gamma`), then the
         better of its floor and ceiling by the same marginal test.
@@ -669,7 +669,7 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
 
     Examples
     --------
-    THEORY.md 1.5(c), :math:`(\alpha, c) = (0.8, 0.05)`:
+    docs/theory.md §1.5(c), :math:`(\alpha, c) = (0.8, 0.05)`:
 
     >>> r = optimal_gamma(0.8, 0.05)
     >>> r.gamma, round(r.speedup, 3), round(r.gamma_continuous, 3)
@@ -827,7 +827,7 @@ def alpha_from_tokens_per_round(tau, gamma):
 def conditional_from_tokens_per_round(tau):
     r"""Per-position acceptance from :math:`\tau` measured at :math:`\gamma = 1..G`.
 
-    With :math:`\tau_0 = 1` and :math:`\tau_{-1} = 0` (THEORY.md 1.3, 4.4):
+    With :math:`\tau_0 = 1` and :math:`\tau_{-1} = 0` (docs/theory.md §1.3, 4.4):
 
     .. math::
 
@@ -870,7 +870,7 @@ def implied_cost_ratio(alpha, gamma, measured_speedup):
     .. math:: c = \frac{\tau(\gamma)/S - 1}{\gamma}
 
     A negative value means the measurement exceeds the :math:`c = 0` ceiling
-    :math:`\tau(\gamma)` (THEORY.md 1.6 caveat).
+    :math:`\tau(\gamma)` (docs/theory.md §1.6 caveat).
 
     Parameters
     ----------

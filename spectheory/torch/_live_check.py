@@ -25,7 +25,7 @@ id.  Tests, Bonferroni-split at the false-alarm rate ``alpha``:
 * Pearson's chi-square of the :math:`u_t` on equiprobable bins (at least 5
   expected per bin);
 * Kolmogorov-Smirnov of the :math:`u_t` against :math:`U(0, 1)` (exact);
-* acceptance above the bound (THEORY.md 7.3): at a node with one draft,
+* acceptance above the bound (docs/theory.md §7.3): at a node with one draft,
   a lossless verifier outputs the draft with probability at most
   :math:`\beta_t = \sum_x \min(p_t(x), q_t(x))` given the past, so
   :math:`D = \sum_t (h_t - \beta_t)` (:math:`h_t` the hit indicator) is a

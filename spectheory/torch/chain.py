@@ -1,6 +1,6 @@
 r"""Chain speculative sampling on a batch: one verification round of ``gamma`` chained drafts.
 
-Leviathan, Kalman, Matias [1]_ and Chen et al. [2]_ (THEORY.md 1.1): the draft
+Leviathan, Kalman, Matias [1]_ and Chen et al. [2]_ (docs/theory.md §1.1): the draft
 model proposed :math:`x_1..x_\gamma`, :math:`x_i \sim q_i = q(\cdot \mid x_{<i})`;
 the target gives :math:`p_1..p_{\gamma+1}`.  For :math:`i = 1..\gamma`,
 :math:`x_i` is accepted if :math:`u_i < \min(1, p_i(x_i)/q_i(x_i))`; at the
@@ -19,7 +19,7 @@ Semantics of FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``
   (B, gamma + 1) in [0, 1), read in order, ``u[:, i]`` for the accept test of
   position ``i`` (0-based) and ``u[:, min(j + 1, gamma)]`` for the correction
   or bonus draw, so the draw never reuses an accept coin (the RNG-reuse bug
-  class, THEORY.md 7.5).  The test is :math:`u < \min(1, p/q)`; it never
+  class, docs/theory.md §7.5).  The test is :math:`u < \min(1, p/q)`; it never
   accepts a token with :math:`p = 0`, even at :math:`u = 0`.  (FlashInfer
   uses :math:`u \cdot q < p` with :math:`u \in (0, 1]`: the same law.)
 * Tokens are int64.  ``accepted_token_num`` counts, as FlashInfer's
@@ -172,7 +172,7 @@ def chain_speculative_sampling(
 
     Examples
     --------
-    THEORY.md 8.1 at both positions: :math:`p/q = 1/2` at token 0.
+    docs/theory.md §8.1 at both positions: :math:`p/q = 1/2` at token 0.
 
     >>> import torch
     >>> p = torch.tensor([[[0.3, 0.4, 0.3]] * 3], dtype=torch.float64)

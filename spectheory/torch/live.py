@@ -1,6 +1,6 @@
 r"""Live speculative generation with a Hugging Face causal LM and a draft sharing its weights.
 
-One round of **chain** speculative sampling (Leviathan et al. [1]_, THEORY.md
+One round of **chain** speculative sampling (Leviathan et al. [1]_, docs/theory.md
 1.1) with the target :math:`p` and the draft :math:`q`, both processed with the
 same temperature, top-k and top-p (:func:`spectheory.process_logits`):
 
@@ -14,9 +14,9 @@ accept :math:`x_i` with probability :math:`\min(1, p_i(x_i)/q_i(x_i))`, else
 emit :math:`y \sim \mathrm{norm}((p_i - q_i)_+)` and end the round); if all
 :math:`\gamma` drafts survive, a bonus token :math:`y \sim p_{\gamma+1}`.  A
 round emits :math:`A + 1` tokens for one target call, :math:`A` the accepted
-drafts (THEORY.md 1.3).
+drafts (docs/theory.md §1.3).
 
-**Multi-draft** rounds (SpecTr sequence form [2]_, THEORY.md 4.1): ``n``
+**Multi-draft** rounds (SpecTr sequence form [2]_, docs/theory.md §4.1): ``n``
 draft sequences of length :math:`\gamma` are drafted as ``n`` rows of one
 batch.  At every node (the rows that share a prefix) the children are drawn
 under the chosen draft law from the node's :math:`q`: i.i.d. (``"iid"``),
@@ -60,7 +60,7 @@ Recording (``record=True``) keeps the processed target distribution
 :math:`p` at every emitted position, the distribution the token was emitted
 from, so that losslessness can be tested on the live run
 (:func:`check_live_lossless`), and at every single-draft node the bound
-:math:`\sum_x \min(p(x), q(x))` on its acceptance (THEORY.md 7.3).
+:math:`\sum_x \min(p(x), q(x))` on its acceptance (docs/theory.md §7.3).
 
 References
 ----------
@@ -188,7 +188,7 @@ class LiveResult:
 
     @property
     def block_efficiency(self) -> float:
-        r"""Tokens per target call :math:`\tau` (1 for target-only generation; THEORY.md 4.4)."""
+        r"""Tokens per target call :math:`\tau` (1 for target-only generation; docs/theory.md §4.4)."""
         return self.num_tokens / self.target_calls if self.target_calls else math.nan
 
     @property
@@ -617,7 +617,7 @@ def speculative_generate(
         0 is greedy (one-hot :math:`p` and :math:`q`).
     top_k : int >= 1, optional
     top_p : float in (0, 1], optional
-        Applied to both models (THEORY.md section 0, processing rule).
+        Applied to both models (docs/theory.md §0, processing rule).
     mode : {"chain", "multi"}
         One draft sequence verified token by token, or ``n`` draft sequences
         verified node by node.

@@ -1,8 +1,8 @@
 r"""Multi-draft recursive rejection sampling on a batch, plain torch or one fused Triton kernel.
 
 RRS with replacement (SpecInfer's multi-step speculative sampling [1]_;
-THEORY.md 3.1) for i.i.d. drafts, and RRS without replacement (RSD [2]_,
-Sequoia [3]_; THEORY.md 3.2) for drafts drawn without replacement: with
+docs/theory.md §3.1) for i.i.d. drafts, and RRS without replacement (RSD [2]_,
+Sequoia [3]_; docs/theory.md §3.2) for drafts drawn without replacement: with
 :math:`r_1 = p`, :math:`q_1 = q`, draft :math:`x_k` is accepted if
 :math:`u_k < \min(1, r_k(x_k)/q_k(x_k))`, else
 :math:`r_{k+1} = \mathrm{norm}((r_k - q_k)_+)` and, without replacement,
@@ -74,7 +74,7 @@ def recursive_rejection_sampling(
 
     Examples
     --------
-    THEORY.md 3.2: after rejecting token 0, ``q_2 = [0, 3/4, 1/4]`` and token 1
+    docs/theory.md §3.2: after rejecting token 0, ``q_2 = [0, 3/4, 1/4]`` and token 1
     is accepted with probability 4/9.
 
     >>> import torch

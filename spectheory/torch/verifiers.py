@@ -168,7 +168,7 @@ def kseq_rho(p, q, n):
 
     The root on :math:`[1, n]` of the non-increasing
     :math:`g(\rho) = 1 - (1 - \beta(\rho))^n - \rho\beta(\rho)` with
-    :math:`\beta(\rho) = \sum_x \min(p(x)/\rho, q(x))` (SpecTr [4]_; THEORY.md
+    :math:`\beta(\rho) = \sum_x \min(p(x)/\rho, q(x))` (SpecTr [4]_; docs/theory.md
     3.3): 1 where :math:`g(1) \le 0`, else the upper end of the final bracket,
     bisected until the midpoint equals an end (as
     :func:`spectheory.verifiers.kseq_rho`).
@@ -184,7 +184,7 @@ def kseq_rho(p, q, n):
 
     Examples
     --------
-    THEORY.md 8.1: :math:`\rho^* = 7/5` for ``n = 2``.
+    docs/theory.md §8.1: :math:`\rho^* = 7/5` for ``n = 2``.
 
     >>> import torch
     >>> p = torch.tensor([[0.3, 0.4, 0.3]], dtype=torch.float64)
@@ -231,7 +231,7 @@ def _kseq(p, q, d, u):
 
 
 def _spechub(p, q, d, u):
-    """SpecHub (THEORY.md 3.4): pair-type coin, then the two accept coins, then the residual."""
+    """SpecHub (docs/theory.md §3.4): pair-type coin, then the two accept coins, then the residual."""
     T, qt = _ops.greedy_split(q, 2)
     a = T[:, 0]
     i = d[:, 1]
@@ -410,7 +410,7 @@ def verify(name, target, draft, drafts, *, generator=None, uniforms=None, sampli
 
     Examples
     --------
-    THEORY.md 8.1 with SD: ``p/q = 0.5`` at token 0.
+    docs/theory.md §8.1 with SD: ``p/q = 0.5`` at token 0.
 
     >>> import torch
     >>> p = torch.tensor([[0.3, 0.4, 0.3]] * 2, dtype=torch.float64)

@@ -2,16 +2,16 @@ r"""Drafting chains and trees from a draft model ``draft(prefix_tokens) -> q(. |
 
 Every drafter draws through the coins protocol (:mod:`spectheory.coins`), so a
 drafter followed by a verifier has an exact law under
-:func:`spectheory.coins.enumerate_outcomes` (THEORY.md 7.1), except RSD-S,
+:func:`spectheory.coins.enumerate_outcomes` (docs/theory.md §7.1), except RSD-S,
 whose Gumbel perturbations are continuous (it needs :class:`RandomCoins`).
 
 ``chain``
-    :math:`x_i \sim q(\cdot \mid x_{<i})`, ``i = 1..gamma`` (THEORY.md 1.1).
+    :math:`x_i \sim q(\cdot \mid x_{<i})`, ``i = 1..gamma`` (docs/theory.md §1.1).
 ``spectr``
     ``K`` i.i.d. sequences of length ``L`` merged into a tree; node
     multiplicities count the sequences through a node, and the draws at a
     node are the next tokens of those sequences in sequence order, i.i.d.
-    from :math:`q(\cdot \mid \text{path})` (SpecTr [1]_; THEORY.md 4.1).
+    from :math:`q(\cdot \mid \text{path})` (SpecTr [1]_; docs/theory.md §4.1).
 ``rsd_c``
     Constant branching ``b_l`` at depth ``l``, the children of a node drawn
     without replacement (the law of Gumbel-top-``b_l``) (RSD-C [2]_).

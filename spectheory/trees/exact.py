@@ -1,4 +1,4 @@
-r"""Exact laws of drafting + tree verification on small autoregressive models (THEORY.md 7.1).
+r"""Exact laws of drafting + tree verification on small autoregressive models (docs/theory.md §7.1).
 
 The drafter and the verifier draw every random choice through the coins
 protocol, so :func:`spectheory.coins.enumerate_outcomes` runs both under every
@@ -13,7 +13,7 @@ then gives exactly the target's joint law
     P(y_1..y_L) = \prod_{k=1}^{L} p(y_k \mid y_{<k}),
 
 and the block efficiency :math:`\tau = E[|\text{block}|]` (bonus token
-included, THEORY.md 4.4) exactly.
+included, docs/theory.md §4.4) exactly.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
 
     Examples
     --------
-    THEORY.md 8.3 (block verification, gamma = 2): :math:`\\tau = 1 + 11/9`.
+    docs/theory.md §8.3 (block verification, gamma = 2): :math:`\\tau = 1 + 11/9`.
 
     >>> from fractions import Fraction as F
     >>> from functools import partial

@@ -6,7 +6,7 @@ r"""Target and draft laws at tree nodes from a real causal LM, cached by path.
 the target runs the path's tokens on top of the context's KV cache, with
 hidden states, and the rows of *every* prefix of the path (target logits and
 the draft's logits at each position) are processed
-(:func:`spectheory.process_logits`, the same settings for both, THEORY.md 0)
+(:func:`spectheory.process_logits`, the same settings for both, docs/theory.md §0)
 and cached.  One forward per new path; a tree of ``N`` nodes needs at most
 ``N`` of them.
 

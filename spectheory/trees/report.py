@@ -21,7 +21,7 @@ Every tree is verified ``--trials`` times with fresh coins (numba replay for
 token, block, rrs and rrs_wor; the reference verifiers for the others, with
 ``--ref-trials``).  The block efficiency :math:`\\tau` (bonus token included)
 is the mean over trees of each tree's mean block length, with a 95% Student-t
-interval over trees; orderings claimed by the papers (THEORY.md 9) are
+interval over trees; orderings claimed by the papers (docs/theory.md §9) are
 tested by paired differences on the same trees (or unpaired for different
 drafters).  Sequoia's rank-acceptance vector is measured on the evaluation
 positions' roots (RRS without replacement, 8 ranks, Monte Carlo).

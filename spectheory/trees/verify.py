@@ -5,7 +5,7 @@ draft as model functions (``prefix_tokens -> (V,)``, :mod:`.models`), a
 :class:`~spectheory.trees.DraftTree`, and coins (:mod:`spectheory.coins`), and
 returns the emitted block: the accepted draft tokens followed by the
 correction or bonus token, a tuple of ``1..depth + 1`` tokens.  Its expected
-length is the block efficiency :math:`\tau` (THEORY.md 4.4).
+length is the block efficiency :math:`\tau` (docs/theory.md §4.4).
 
 Per-node verifiers (``rrs``, ``rrs_wor``, ``kseq``, ``nss``) walk down the
 tree: at node ``u`` the single-position verifier of :mod:`spectheory.verifiers`
@@ -18,9 +18,9 @@ is the bonus token.  This is SpecInfer [2]_ (``rrs``), RSD / Sequoia / EAGLE
 continues into its subtree, whose draws are still i.i.d. given the path) and
 point-mass verification (``nss``, any drafter).
 
-Chain verifiers: token-level (Leviathan et al. [1]_, THEORY.md 1.1) and block
-verification (Sun et al. [5]_, THEORY.md 3.9).  Traversal verification (Weng
-et al. [6]_, THEORY.md 3.10) works bottom-up on trees and equals block
+Chain verifiers: token-level (Leviathan et al. [1]_, docs/theory.md §1.1) and block
+verification (Sun et al. [5]_, docs/theory.md §3.9).  Traversal verification (Weng
+et al. [6]_, docs/theory.md §3.10) works bottom-up on trees and equals block
 verification on chains (same coins, same output).
 
 References
@@ -98,7 +98,7 @@ def _chain(tree):
 
 
 def verify_token(target, draft, tree, coins):
-    """Token-level verification of a chain (Leviathan et al.; THEORY.md 1.1).
+    """Token-level verification of a chain (Leviathan et al.; docs/theory.md §1.1).
 
     Examples
     --------
@@ -133,7 +133,7 @@ def block_weights(target, draft, tree):
         w_0 = 1,\quad w_i = \min\Big(1, w_{i-1}\frac{p_i(x_i)}{q_i(x_i)}\Big),\qquad
         h_i = \frac{Z_i}{Z_i + 1 - w_i},\quad Z_i = \sum_x (w_i p_{i+1}(x) - q_{i+1}(x))_+
 
-    for ``i < gamma`` (``0/0 := 1``), and :math:`h_\gamma = w_\gamma` (THEORY.md 3.9).
+    for ``i < gamma`` (``0/0 := 1``), and :math:`h_\gamma = w_\gamma` (docs/theory.md §3.9).
 
     Returns
     -------
@@ -161,7 +161,7 @@ def block_weights(target, draft, tree):
 
 
 def verify_block(target, draft, tree, coins):
-    """Block verification of a chain (Sun et al. 2024; THEORY.md 3.9).
+    """Block verification of a chain (Sun et al. 2024; docs/theory.md §3.9).
 
     The coins are flipped backwards, :math:`\\eta_\\gamma, \\eta_{\\gamma-1}, \\dots`,
     until one fires (``A`` = its index, 0 if none); then
@@ -170,7 +170,7 @@ def verify_block(target, draft, tree, coins):
 
     Examples
     --------
-    THEORY.md 8.3: ``x = (0, 1)`` has :math:`w = (1, 1/2, 1)`, so ``h_2 = 1``.
+    docs/theory.md §8.3: ``x = (0, 1)`` has :math:`w = (1, 1/2, 1)`, so ``h_2 = 1``.
 
     >>> from fractions import Fraction as F
     >>> import numpy as np
@@ -211,7 +211,7 @@ def traversal_update(w, p, q, token, without_replacement):
         w \leftarrow \frac{Z}{Z + 1 - w}\ (0/0 := 1),
 
     and, without replacement, :math:`q'` loses ``token`` and is renormalised
-    (THEORY.md 3.10).
+    (docs/theory.md §3.10).
 
     Parameters
     ----------
@@ -228,7 +228,7 @@ def traversal_update(w, p, q, token, without_replacement):
 
     Examples
     --------
-    THEORY.md 8.4: node ``a`` with ``w = 1/2`` after deleting its child ``b``.
+    docs/theory.md §8.4: node ``a`` with ``w = 1/2`` after deleting its child ``b``.
 
     >>> from fractions import Fraction as F
     >>> import numpy as np
@@ -251,7 +251,7 @@ def traversal_update(w, p, q, token, without_replacement):
 
 
 def verify_traversal(target, draft, tree, coins):
-    """Traversal verification (Weng et al. 2025; THEORY.md 3.10), for chains and trees
+    """Traversal verification (Weng et al. 2025; docs/theory.md §3.10), for chains and trees
     drawn without replacement.
 
     The first leaf in depth-first order (always the first remaining child) is

@@ -1,4 +1,4 @@
-r"""Closed-form membership acceptances of THEORY.md 3.0, one function per verifier.
+r"""Closed-form membership acceptances of docs/theory.md §3.0, one function per verifier.
 
 Each ``fn(p, q, n, sampling)`` takes checked 1-D rows (float64 or Fraction
 object arrays; exact in, exact out except K-SEQ, whose :math:`\rho^*` is
@@ -38,12 +38,12 @@ def _need(sampling, allowed, name):
 
 
 def sd_acceptance(p, q, n=1, sampling="iid"):
-    r""":math:`\sum_x \min(p(x), q(x))` (THEORY.md 1.2)."""
+    r""":math:`\sum_x \min(p(x), q(x))` (docs/theory.md §1.2)."""
     return np.minimum(p, q).sum()
 
 
 def rrs_acceptance(p, q, n, sampling="iid"):
-    r"""RRS: :math:`1 - \prod_{i=1}^n (1 - \sum \min(r_i, q))` (THEORY.md 3.1).
+    r"""RRS: :math:`1 - \prod_{i=1}^n (1 - \sum \min(r_i, q))` (docs/theory.md §3.1).
 
     Here :math:`r_1 = p` and :math:`r_{i+1} = \mathrm{norm}((r_i - q)_+)`.
 
@@ -65,7 +65,7 @@ def rrs_acceptance(p, q, n, sampling="iid"):
 
 
 def kseq_acceptance(p, q, n, sampling="iid"):
-    r"""K-SEQ (THEORY.md 3.3).
+    r"""K-SEQ (docs/theory.md §3.3).
 
     .. math::
 
@@ -100,13 +100,13 @@ def _hub_value(p, q, n):
 
 
 def greedy_acceptance(p, q, n, sampling="greedy"):
-    r"""Greedy optimum :math:`p(T) + \sum_{i \notin T} \min(p(i), \tilde q(i))` (THEORY.md 2.6)."""
+    r"""Greedy optimum :math:`p(T) + \sum_{i \notin T} \min(p(i), \tilde q(i))` (docs/theory.md §2.6)."""
     _need(sampling, ("greedy",), "greedy")
     return _hub_value(p, q, n)
 
 
 def spechub_acceptance(p, q, n=2, sampling="greedy"):
-    r""":math:`p(a) + \sum_{i \ne a} \min(p(i), \tilde q(i))`, ``a = argmax q`` (THEORY.md 3.4)."""
+    r""":math:`p(a) + \sum_{i \ne a} \min(p(i), \tilde q(i))`, ``a = argmax q`` (docs/theory.md §3.4)."""
     _need(sampling, ("greedy",), "spechub")
     if n != 2:
         raise InvalidParameterError(f"spechub needs n=2; got n={n}")
@@ -114,7 +114,7 @@ def spechub_acceptance(p, q, n=2, sampling="greedy"):
 
 
 def nss_acceptance(p, q, n, sampling="iid"):
-    r"""NSS: :math:`\sum_t p(t)\,P(t \in \text{drafts})` (THEORY.md 3.5).
+    r"""NSS: :math:`\sum_t p(t)\,P(t \in \text{drafts})` (docs/theory.md §3.5).
 
     The inclusion probability is :math:`1 - (1 - q)^n` for i.i.d. drafts; for
     greedy drafts 1 on ``T`` and :math:`\tilde q` off it.

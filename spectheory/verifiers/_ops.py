@@ -1,7 +1,7 @@
 """Arithmetic shared by the verifiers, identical on float64 and on Fraction object arrays.
 
 Only ``+ - * /``, ``min``, ``max`` and comparisons are used, so rational
-input stays rational (THEORY.md 7.1).
+input stays rational (docs/theory.md §7.1).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def normalise_or(v, fallback):
 
 
 def residual(r, q):
-    """:math:`\\mathrm{norm}((r - q)_+)`, the law sampled after a rejection (THEORY.md 1.1).
+    """:math:`\\mathrm{norm}((r - q)_+)`, the law sampled after a rejection (docs/theory.md §1.1).
 
     When ``r == q`` up to rounding the rejection has probability zero and
     ``r`` itself is returned.

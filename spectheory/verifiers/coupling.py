@@ -1,6 +1,6 @@
 r"""Verifiers built on an optimal transport plan: ``optimal_lp`` and ``khisti``.
 
-Both solve, for the given instance, the primal transport LP of THEORY.md 2.2
+Both solve, for the given instance, the primal transport LP of docs/theory.md §2.2
 over the draft *sets* ``c`` (membership classes of the draft law,
 :func:`spectheory.drafting.set_law_row`), with HiGHS:
 
@@ -24,7 +24,7 @@ is :math:`\alpha^*` to LP precision (about 1e-15).
     :math:`L_c = P(c) - \sum_y m(c, y)`, :math:`R_y = p(y) - \sum_c m(c, y)`,
     :math:`L = \sum_c L_c`, and outputs :math:`y \sim \pi(c, \cdot)/P(c)`.
 ``khisti``
-    The canonical decomposition of Khisti et al. [3]_ (THEORY.md 3.7):
+    The canonical decomposition of Khisti et al. [3]_ (docs/theory.md §3.7):
     (1) importance-type selection of one draft :math:`y' \in c` with
     probability :math:`\beta_c(y') = (m(c, y') + L_c/|c|)/P(c)`, which induces
     the law :math:`r_\beta(y) = \sum_c P(c)\beta_c(y)`; (2) single-draft SD of

@@ -1,6 +1,6 @@
 r"""Verifiers for the greedy draft law: Hu et al.'s greedy verifier and SpecHub.
 
-Greedy law (Hu et al. [1]_; THEORY.md 2.1, 2.6): the drafts are the ``n - 1``
+Greedy law (Hu et al. [1]_; docs/theory.md §2.1, 2.6): the drafts are the ``n - 1``
 most likely draft tokens ``T`` (descending ``q``, ties to the lowest id) and
 one token :math:`x \sim \tilde q = q\,\mathbb 1[\cdot \notin T]/(1 - q(T))`.
 The verifier runs single-draft SD of ``p`` against :math:`\tilde q` on ``x``;
@@ -11,7 +11,7 @@ on ``T`` the residual :math:`(p - \tilde q)_+` equals ``p``, so a residual in
 
     \alpha^*_{\text{greedy}} = p(T) + \sum_{i \notin T} \min(p(i), \tilde q(i)).
 
-SpecHub (Sun et al. [2]_; THEORY.md 3.4), ``n = 2``: the hub
+SpecHub (Sun et al. [2]_; docs/theory.md §3.4), ``n = 2``: the hub
 :math:`a = \arg\max q`; drafting draws :math:`x_1 \sim q`; if
 :math:`x_1 = i \ne a` the pair is :math:`(i, a)`, else :math:`x_2 \sim \tilde q`
 and the pair is :math:`(a, i)`.  As a set this is the greedy law with
@@ -84,7 +84,7 @@ def spechub(p, q, drafts, coins, *, sampling="greedy"):
     ``{a, i}``, SpecHub's drafting produced the pair ``(i, a)`` with
     probability :math:`q(i)/\\tilde q(i) = 1 - q(a)` and ``(a, i)`` otherwise;
     the verifier flips that coin first, so that its joint law with the pair
-    type is exactly SpecHub's.  Then (THEORY.md 3.4, ``i != a``):
+    type is exactly SpecHub's.  Then (docs/theory.md §3.4, ``i != a``):
 
     * :math:`p_1 = (p - q)_+`, :math:`e_{ia} = (q - p)_+`,
       :math:`Q_{ai} = q(a)\\tilde q`, :math:`e_{ai} = (Q_{ai} - p_1)_+`,

@@ -1,4 +1,4 @@
-r"""K-SEQ, the sequential selection verifier of SpecTr (Sun et al. [1]_; THEORY.md 3.3).
+r"""K-SEQ, the sequential selection verifier of SpecTr (Sun et al. [1]_; docs/theory.md §3.3).
 
 With :math:`\beta(\rho) = \sum_x \min(p(x)/\rho,\, q(x))` and
 :math:`p_{\text{acc}}(\rho) = 1 - (1 - \beta(\rho))^n`, the drafts
@@ -28,7 +28,7 @@ bisection root (the upper end of the final bracket, checked to satisfy
 the smallest of a few simple fractions near the float root (and the float root
 itself, stepped up by a few ulps if needed) for which :math:`g(\rho) \le 0` holds
 in exact arithmetic (it is the exact root when that is rational, e.g.
-:math:`\rho^* = 7/5` on THEORY.md 8.1).  The verifier is then exactly
+:math:`\rho^* = 7/5` on docs/theory.md §8.1).  The verifier is then exactly
 lossless for that :math:`\rho`; its acceptance is below the optimum by at most
 about 1e-15 when the true root is irrational.  Using a wrong
 :math:`\rho < \rho^*` (for example 1) is pitfall P4 (biased).

@@ -1,4 +1,4 @@
-r"""Point-mass verification (NSS): lossless for any drafter (THEORY.md 3.5).
+r"""Point-mass verification (NSS): lossless for any drafter (docs/theory.md §3.5).
 
 The draft probabilities are ignored.  With :math:`r = p`, for each *distinct*
 draft ``x`` in order: accept ``x`` with probability :math:`r(x)`, else zero

@@ -1,6 +1,6 @@
 r"""Recursive rejection sampling (RRS), with and without replacement.
 
-With replacement, SpecInfer's multi-step speculative sampling [1]_ (THEORY.md
+With replacement, SpecInfer's multi-step speculative sampling [1]_ (docs/theory.md
 3.1): the drafts are i.i.d. from ``q``; with :math:`r_1 = p`, draft
 :math:`x_i` is accepted with probability :math:`\min(1, r_i(x_i)/q(x_i))`,
 else :math:`r_{i+1} = \mathrm{norm}((r_i - q)_+)`; after ``n`` rejections
@@ -10,7 +10,7 @@ else :math:`r_{i+1} = \mathrm{norm}((r_i - q)_+)`; after ``n`` rejections
 
     \alpha_{\text{RRS}} = 1 - \prod_{i=1}^n \Big(1 - \sum_x \min(r_i(x), q(x))\Big).
 
-Without replacement (RSD [2]_, Sequoia [3]_, EAGLE; THEORY.md 3.2): the
+Without replacement (RSD [2]_, Sequoia [3]_, EAGLE; docs/theory.md §3.2): the
 drafts are drawn sequentially without replacement, and both laws move: the
 residual subtracts the *current* renormalised draft law :math:`q_i`, and
 :math:`q_{i+1}` is :math:`q_i` with :math:`x_i` removed and renormalised.
@@ -56,7 +56,7 @@ def rrs(p, q, drafts, coins, *, sampling="iid"):
 
     Examples
     --------
-    THEORY.md 8.1: after rejecting ``a``, ``r_2 = [0, 1/3, 2/3]``.
+    docs/theory.md §8.1: after rejecting ``a``, ``r_2 = [0, 1/3, 2/3]``.
 
     >>> import numpy as np
     >>> from spectheory.coins import ReplayCoins
@@ -90,7 +90,7 @@ def rrs_wor(p, q, drafts, coins, *, sampling="without_replacement"):
 
     Examples
     --------
-    THEORY.md 3.2: after rejecting ``a``, ``q_2 = [0, 3/4, 1/4]`` and ``b`` is
+    docs/theory.md §3.2: after rejecting ``a``, ``q_2 = [0, 3/4, 1/4]`` and ``b`` is
     accepted with probability 4/9.
 
     >>> import numpy as np

@@ -1,11 +1,11 @@
 r"""Single-draft speculative sampling and its naive multi-draft use.
 
-Standard SD (Leviathan, Kalman, Matias [1]_; Chen et al. [2]_; THEORY.md 1.1):
+Standard SD (Leviathan, Kalman, Matias [1]_; Chen et al. [2]_; docs/theory.md §1.1):
 accept the draft :math:`x \sim q` with probability :math:`\min(1, p(x)/q(x))`,
 else output :math:`y \sim \mathrm{norm}((p - q)_+)`.  Its output law is ``p`` and
 its acceptance :math:`\sum_x \min(p(x), q(x))`.
 
-Naive (Thomas et al., Alg. 7; THEORY.md 3.6): run SD on the first of ``n``
+Naive (Thomas et al., Alg. 7; docs/theory.md §3.6): run SD on the first of ``n``
 drafts and ignore the others, except that a residual may land on one of them.
 For i.i.d. drafts
 
@@ -64,7 +64,7 @@ def sd(p, q, drafts, coins, *, sampling="iid"):
 
 
 def naive(p, q, drafts, coins, *, sampling="iid"):
-    """SD on the first draft; the residual may land on a later draft (THEORY.md 3.6).
+    """SD on the first draft; the residual may land on a later draft (docs/theory.md §3.6).
 
     Lossless whenever the first draft is distributed as ``q``: i.i.d. and
     without-replacement drafts.  Same parameters as :func:`sd`.

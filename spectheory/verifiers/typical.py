@@ -8,7 +8,7 @@ A draft ``x`` is accepted iff
     H(p) = -\sum_t p(t)\log(p(t) + 10^{-5}),
 
 with :math:`\varepsilon = 0.09` (posterior threshold) and :math:`\delta = 0.3`
-(posterior alpha) (THEORY.md 3.8).  The first accepted draft is output; if
+(posterior alpha) (docs/theory.md §3.8).  The first accepted draft is output; if
 none is accepted the verifier falls back to the target's argmax (ties to the
 lowest id).  ``q`` is unused and no coin is flipped.  The output law is not
 ``p`` in general: the registry marks it lossy, and the losslessness checks
