@@ -30,6 +30,7 @@ __all__ = [
     "as_distribution_pair",
     "check_choice",
     "check_positive_int",
+    "check_rng",
 ]
 
 #: Largest accepted ``|sum(row) - 1|`` by the input's floating-point type.  A
@@ -206,3 +207,39 @@ def check_choice(value, name: str, choices) -> str:
             f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}"
         )
     return value
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` for ``rng``, or raise naming ``name``.
+
+    Accepted: ``None`` (fresh OS entropy), a non-negative integer seed (Python or
+    numpy integer, not bool), a :class:`numpy.random.SeedSequence` or a
+    :class:`numpy.random.Generator` (returned as is, so a caller's stream is
+    consumed, not copied).  Anything else (floats, strings, negative integers,
+    sequences, legacy ``RandomState``) raises :class:`InvalidParameterError`:
+    numpy would accept some of them (a list of ints) with a meaning the caller
+    rarely intends, and reject others with a foreign error.
+
+    Examples
+    --------
+    >>> check_rng(0).integers(10) == np.random.default_rng(0).integers(10)
+    True
+    >>> check_rng(-1)
+    Traceback (most recent call last):
+    ...
+    spectheory._errors.InvalidParameterError: rng must be None, a non-negative integer seed, a SeedSequence or a numpy Generator; got -1
+    """
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if (
+        isinstance(rng, numbers.Integral)
+        and not isinstance(rng, (bool, np.bool_))
+        and operator.index(rng) >= 0
+    ):
+        return np.random.default_rng(operator.index(rng))
+    raise InvalidParameterError(
+        f"{name} must be None, a non-negative integer seed, a SeedSequence or a numpy "
+        f"Generator; got {rng!r}"
+    )
