@@ -222,7 +222,7 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
 
     Examples
     --------
-    >>> check_rng(0).integers(10) == np.random.default_rng(0).integers(10)
+    >>> int(check_rng(0).integers(10)) == int(np.random.default_rng(0).integers(10))
     True
     >>> check_rng(-1)
     Traceback (most recent call last):
