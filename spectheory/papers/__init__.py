@@ -28,7 +28,7 @@ __all__ = ["PAPERS", "Check", "Paper", "PaperResult", "get_paper", "reproduce"]
 _ENTRIES = [
     Paper(
         "hu2025",
-        "Hu, Zheng, Liu, Huang. Towards Optimal Multi-draft Speculative Decoding (ICLR 2025)",
+        "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. Towards Optimal Multi-draft Speculative Decoding (ICLR 2025)",
         "2502.18779",
         hu2025.reproduce,
         "optimal acceptance against n for each draft law (i.i.d., without replacement, greedy) "

@@ -35,7 +35,7 @@ References
 ----------
 .. [1] Sun, Suresh, Ro, Beirami, Jain, Yu. "SpecTr: Fast Speculative
    Decoding via Optimal Transport". arXiv:2310.15141.
-.. [2] Hu, Zheng, Liu, Huang. "Towards Optimal Multi-draft Speculative
+.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
    Decoding". ICLR 2025, arXiv:2502.18779.
 """
 

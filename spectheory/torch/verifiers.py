@@ -41,7 +41,7 @@ References
 .. [3] Jeon et al., RSD. arXiv:2402.14160; Chen et al., Sequoia. arXiv:2402.12374 (``rrs_wor``).
 .. [4] Sun et al., SpecTr. arXiv:2310.15141 (``kseq``).
 .. [5] R. Sun et al., SpecHub. arXiv:2411.05289 (``spechub``).
-.. [6] Hu, Zheng, Liu, Huang. arXiv:2502.18779 (``greedy``).
+.. [6] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. arXiv:2502.18779 (``greedy``).
 .. [7] Cai et al., Medusa. arXiv:2401.10774 (``typical``, lossy).
 """
 

@@ -43,7 +43,7 @@ References
 ----------
 .. [1] Sun et al. "SpecTr: Fast Speculative Decoding via Optimal Transport".
    arXiv:2310.15141.
-.. [2] Hu, Zheng, Liu, Huang. "Towards Optimal Multi-draft Speculative
+.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
    Decoding". arXiv:2502.18779.
 .. [3] Khisti, Ebrahimi, Dbouk, Behboodi, Memisevic, Louizos. "Multi-Draft
    Speculative Sampling: Canonical Architectures and Theoretical Limits".
