@@ -28,7 +28,8 @@ __all__ = ["PAPERS", "Check", "Paper", "PaperResult", "get_paper", "reproduce"]
 _ENTRIES = [
     Paper(
         "hu2025",
-        "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. Towards Optimal Multi-draft Speculative Decoding (ICLR 2025)",
+        "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "
+        "Towards Optimal Multi-draft Speculative Decoding (ICLR 2025)",
         "2502.18779",
         hu2025.reproduce,
         "optimal acceptance against n for each draft law (i.i.d., without replacement, greedy) "
@@ -60,8 +61,8 @@ _ENTRIES = [
         "Lengths (COLM 2025)",
         "2405.19715",
         specdecpp.reproduce,
-        "the exact threshold policy against the best fixed length (docs/theory.md §8.7), and fixed, "
-        "heuristic, oracle-threshold and acceptance-head policies on the real model",
+        "the exact threshold policy against the best fixed length (docs/theory.md §8.7), "
+        "and fixed, heuristic, oracle-threshold and acceptance-head policies on the real model",
         needs_model=True,
     ),
     Paper(

@@ -28,8 +28,8 @@ the draft law: i.i.d. (:math:`q(H)^n`), without replacement (docs/theory.md
 
 References
 ----------
-.. [1] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
-   Decoding". ICLR 2025, arXiv:2502.18779.
+.. [1] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang.
+   "Towards Optimal Multi-draft Speculative Decoding". ICLR 2025, arXiv:2502.18779.
 .. [2] Sun et al. "SpecTr". arXiv:2310.15141.
 .. [3] R. Sun et al. "SpecHub". arXiv:2411.05289.
 """

@@ -35,8 +35,8 @@ References
 ----------
 .. [1] Sun, Suresh, Ro, Beirami, Jain, Yu. "SpecTr: Fast Speculative
    Decoding via Optimal Transport". arXiv:2310.15141.
-.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
-   Decoding". ICLR 2025, arXiv:2502.18779.
+.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang.
+   "Towards Optimal Multi-draft Speculative Decoding". ICLR 2025, arXiv:2502.18779.
 """
 
 from __future__ import annotations
@@ -134,18 +134,37 @@ def iid_reference(p, q, n):
 
 
 def _wor_grid(lam_suffix, n):
-    """Per-row log-time nodes from ``wor_t0(n)`` to 50 / (smallest positive outside mass)."""
+    """Per-row log-time nodes from ``wor_t0(n)`` to 50 / (smallest positive outside mass).
+
+    The integrand depends on time only through ``x t`` (``x`` a draft mass), so
+    a row may be rescaled: masses times ``2^s`` and nodes times ``2^-s`` give
+    bit-identical products.  A row whose smallest outside mass is below
+    :data:`_SCALE_BELOW` (where ``50 / mass`` would overflow) gets ``s`` =
+    :data:`_SCALE_EXP`; every positive float64 mass, subnormals included, is
+    then covered without a floor (the masses are at most ``2^s < 1e300``).
+
+    Returns
+    -------
+    t : float64 (B, G), padded with inf; h : float; scale : float64 (B,)
+    """
     h = _k.WOR_STEP
     u0 = math.log(_k.wor_t0(n))
     pos = np.where(lam_suffix > 0, lam_suffix, np.inf).min(axis=1)
-    # An outside mass below 1e-250 is treated as 1e-250: the grid still ends
-    # at a finite t, and such a prefix's 1 - Q(H) is dominated by the nodes below.
-    pos = np.clip(np.where(np.isfinite(pos), pos, 1.0), 1e-250, None)
-    G = np.ceil((np.log(50.0 / pos) - u0) / h).astype(np.int64) + 1
+    pos = np.where(np.isfinite(pos), pos, 1.0)
+    scale = np.where(pos < _SCALE_BELOW, 2.0**_SCALE_EXP, 1.0)
+    # log(50 / pos) in two terms: 50 / pos itself overflows for subnormal pos.
+    G = np.ceil((math.log(50.0) - np.log(pos) - u0) / h).astype(np.int64) + 1
     t = np.full((lam_suffix.shape[0], int(G.max())), np.inf)
     for b, g in enumerate(G):
-        t[b, :g] = np.exp(u0 + h * np.arange(g))
-    return t, h
+        t[b, :g] = np.exp(u0 + h * np.arange(g)) / scale[b]
+    return t, h, scale
+
+
+#: Rows whose smallest outside draft mass is below this are rescaled (50 / mass
+#: must stay finite on the grid).
+_SCALE_BELOW = 1e-290
+#: The rescaling exponent: masses are multiplied by 2**_SCALE_EXP (exact).
+_SCALE_EXP = 200
 
 
 def _wor(p, q, n):
@@ -154,8 +173,8 @@ def _wor(p, q, n):
         return _iid(p, q, 1)
     order = ratio_order(p, q)
     lam, iid_suffix_min = _k.wor_prepare(p, q, order, n)
-    t, h = _wor_grid(lam[:, 1:V], n)
-    best, kbest, _ = _k.wor_prefix_min(p, q, order, n, lam, iid_suffix_min, t, h)
+    t, h, scale = _wor_grid(lam[:, 1:V], n)
+    best, kbest, _ = _k.wor_prefix_min(p, q, order, n, lam, iid_suffix_min, t, h, scale)
     cert = np.zeros((B, V), dtype=bool)
     for b in range(B):
         cert[b, order[b, : kbest[b]]] = True

@@ -231,7 +231,7 @@ def _kseq(p, q, d, u):
 
 
 def _spechub(p, q, d, u):
-    """SpecHub (docs/theory.md §3.4): pair-type coin, then the two accept coins, then the residual."""
+    """SpecHub (docs/theory.md §3.4): pair-type coin, the two accept coins, then the residual."""
     T, qt = _ops.greedy_split(q, 2)
     a = T[:, 0]
     i = d[:, 1]

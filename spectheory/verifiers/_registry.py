@@ -89,7 +89,9 @@ _ENTRIES = [
              cf.kseq_acceptance, ("iid",), "O(V log 1/eps) bisection for rho*, then O(n + V)"),
     Verifier("spechub", spechub, "R. Sun et al., SpecHub", "2411.05289", ("greedy",), True,
              cf.spechub_acceptance, ("greedy",), "O(V)", n_values=(2,)),
-    Verifier("greedy", greedy, "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang, Towards Optimal Multi-draft SD",
+    Verifier("greedy", greedy,
+             "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang, "
+             "Towards Optimal Multi-draft SD",
              "2502.18779", ("greedy",), True, cf.greedy_acceptance, ("greedy",),
              "O(V) (plus top-(n-1) selection)"),
     Verifier("nss", nss, "Miao et al., SpecInfer (naive sampling); point-mass recursion",

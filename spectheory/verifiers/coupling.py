@@ -43,8 +43,8 @@ References
 ----------
 .. [1] Sun et al. "SpecTr: Fast Speculative Decoding via Optimal Transport".
    arXiv:2310.15141.
-.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
-   Decoding". arXiv:2502.18779.
+.. [2] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang.
+   "Towards Optimal Multi-draft Speculative Decoding". arXiv:2502.18779.
 .. [3] Khisti, Ebrahimi, Dbouk, Behboodi, Memisevic, Louizos. "Multi-Draft
    Speculative Sampling: Canonical Architectures and Theoretical Limits".
    arXiv:2410.18234.

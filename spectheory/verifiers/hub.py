@@ -20,8 +20,8 @@ is the optimum of that law.
 
 References
 ----------
-.. [1] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. "Towards Optimal Multi-draft Speculative
-   Decoding". ICLR 2025, arXiv:2502.18779.
+.. [1] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang.
+   "Towards Optimal Multi-draft Speculative Decoding". ICLR 2025, arXiv:2502.18779.
 .. [2] R. Sun et al. "SpecHub: Provable Acceleration to Multi-Draft
    Speculative Decoding". EMNLP 2024, arXiv:2411.05289.
 """
