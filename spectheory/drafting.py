@@ -115,16 +115,17 @@ def set_law_row(q, n, sampling):
             law[key] = law.get(key, 0) + coef * prob
     elif sampling == "without_replacement":
 
-        def rec(prefix, used_mass, prob):
+        def rec(prefix, prob):
             if len(prefix) == n:
                 key = frozenset(prefix)
                 law[key] = law.get(key, 0) + prob
                 return
+            rest = _rest_mass(q, support, prefix)
             for i in support:
                 if i not in prefix:
-                    rec((*prefix, i), used_mass + q[i], prob * q[i] / (1 - used_mass))
+                    rec((*prefix, i), prob * q[i] / rest)
 
-        rec((), 0 * q[0], 1)
+        rec((), 1)
     else:
         T, qt = greedy_split(q, n)
         base = frozenset(int(t) for t in T)
@@ -165,19 +166,36 @@ def draft_set_law(draft, n: int = 1, sampling: str = "iid") -> dict:
     return set_law_row(q[0], n, sampling)
 
 
+def _rest_mass(q, support, used):
+    """Draft mass of the tokens not drawn yet, summed over them.
+
+    Not ``1 - q(used)``: for a peaked draft (``q_max = 1 - 1e-12``) that
+    difference cancels to a few digits and the law no longer sums to 1
+    (exact either way on Fraction input).
+    """
+    total = 0 * q[support[0]]
+    for i in support:
+        if i not in used:
+            total += q[i]
+    return total
+
+
 def _wor_prob_in(qH, q_all_used, n, q):
     """Q(H) without replacement by recursion (reference, O(|H|^n))."""
 
-    def rec(depth, used, used_mass):
+    support = [int(i) for i in np.flatnonzero(q != 0)]
+
+    def rec(depth, used):
         if depth == n:
             return 1
         total = 0
+        rest = _rest_mass(q, support, used)
         for i in qH:
             if i not in used:
-                total += q[i] / (1 - used_mass) * rec(depth + 1, used | {i}, used_mass + q[i])
+                total += q[i] / rest * rec(depth + 1, used | {i})
         return total
 
-    return rec(0, frozenset(), 0 * q_all_used)
+    return rec(0, frozenset())
 
 
 def draft_set_probability(draft, H, n: int = 1, sampling: str = "iid"):

@@ -184,13 +184,25 @@ def iid_bucket_min(p, q, n, limit):
 def _octave_powers(x, t, out_a, out_y, count):
     """exp(-x t_g) and 1 - exp(-x t_g) on the first ``count`` nodes, octave by octave.
 
-    Absolute error of both below ~2 ulp of 1 on every node.
+    Absolute error of both below ~2 ulp of 1 on every node, and relative
+    error of ``1 - exp(-x t)`` below a few ulp: nodes with ``x t < 1e-8`` take
+    the series ``z - z^2/2`` directly, so that squaring starts from normal
+    (never subnormal) values; from there ``y -> y (2 - y)`` keeps the
+    relative error.
     """
     k = WOR_PER_OCTAVE
-    for g in range(min(k, count)):
+    g0 = 0
+    while g0 < count:
+        z = x * t[g0]
+        if z >= 1e-8:
+            break
+        out_y[g0] = z * (1.0 - 0.5 * z)  # error z^3 / 6: relative 1e-17
+        out_a[g0] = 1.0 - out_y[g0]
+        g0 += 1
+    for g in range(g0, min(g0 + k, count)):
         out_y[g] = -math.expm1(-x * t[g])
         out_a[g] = 1.0 - out_y[g]
-    for g in range(k, count):
+    for g in range(g0 + k, count):
         # 1 - (1 - y)^2: the relative error of y does not grow, while squaring
         # a = 1 - y would double its relative error every octave.
         yy = out_y[g - k]
@@ -199,7 +211,7 @@ def _octave_powers(x, t, out_a, out_y, count):
 
 
 @njit(cache=True)
-def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
+def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
     """One row of the without-replacement scan; see :func:`wor_prefix_min`."""
     V = order.shape[0]
     G = t.shape[0]
@@ -235,7 +247,7 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         pH += p[i]
         if qi > 0.0:
             support += 1
-            _octave_powers(qi, t, a, y, g_hi)
+            _octave_powers(qi * scale, t, a, y, g_hi)
             for j in range(n - 1, 0, -1):
                 for g in range(g_hi):
                     P[j, g] = P[j, g] * a[g] + P[j - 1, g] * y[g]
@@ -251,23 +263,24 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         if support < n:
             continue
         lam = lam_suffix[k + 1]
-        if pH - (1.0 - lam) ** n >= best:
+        if pH - math.exp(n * math.log1p(-lam)) >= best:
             continue  # the i.i.d. lower bound already loses
         if lam <= 0.0:
             Q = 1.0
         else:
-            x0 = lam * t0
+            ls = lam * scale  # exact: scale is a power of 2
+            x0 = ls * t0
             acc = 0.0
             xp = x0
             for j in range(WOR_LOW_TERMS):
                 acc += coef[j] * xp
                 xp *= x0
-            _octave_powers(lam, t, e, ones, g_hi)
+            _octave_powers(ls, t, e, ones, g_hi)
             for g in range(g_hi):
                 s = 0.0
                 for j in range(n):
                     s += P[j, g]
-                acc += lam * t[g] * e[g] * s
+                acc += ls * t[g] * e[g] * s
             Q = 1.0 - h * acc
         evaluated += 1
         f = pH - Q
@@ -297,7 +310,8 @@ def wor_prepare(p, q, order, n):
         P = 0.0
         for k in range(V):
             P += p[b, order[b, k]]
-            ism[b, k] = P - (1.0 - lam[b, k + 1]) ** n
+            # q(H)^n from the tail mass: 1 - lam would cancel for peaked drafts.
+            ism[b, k] = P - math.exp(n * math.log1p(-lam[b, k + 1]))
         for k in range(V - 2, -1, -1):
             if ism[b, k + 1] < ism[b, k]:
                 ism[b, k] = ism[b, k + 1]
@@ -305,7 +319,7 @@ def wor_prepare(p, q, order, n):
 
 
 @njit(cache=True, parallel=True)
-def wor_prefix_min(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
+def wor_prefix_min(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
     """min_k [P_k - Q_wor(H_k)] over prefixes of each row's ratio order.
 
     ``Q_wor`` by the exponential-clock integral (docs/theory.md §2.5(c)): with
@@ -326,6 +340,8 @@ def wor_prefix_min(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         objective after ``k' + 1`` tokens, a lower bound of the w/o-replacement one.
     t : float64 (B, G) grid nodes (row-specific upper end, padded with inf).
     h : float
+    scale : float64 (B,) power of 2 multiplying every draft mass of the row
+        (the nodes ``t`` are divided by it; see ``ot_dual._wor_grid``).
 
     Returns
     -------
@@ -340,6 +356,6 @@ def wor_prefix_min(p, q, order, n, lam_suffix, iid_suffix_min, t, h):
         while G < t.shape[1] and np.isfinite(t[b, G]):
             G += 1
         best[b], kbest[b], evaluated[b] = _wor_row(
-            p[b], q[b], order[b], n, lam_suffix[b], iid_suffix_min[b], t[b, :G], h
+            p[b], q[b], order[b], n, lam_suffix[b], iid_suffix_min[b], t[b, :G], h, scale[b]
         )
     return best, kbest, evaluated

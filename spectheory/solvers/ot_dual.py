@@ -137,11 +137,12 @@ def _wor_grid(lam_suffix, n):
     """Per-row log-time nodes from ``wor_t0(n)`` to 50 / (smallest positive outside mass).
 
     The integrand depends on time only through ``x t`` (``x`` a draft mass), so
-    a row may be rescaled: masses times ``2^s`` and nodes times ``2^-s`` give
-    bit-identical products.  A row whose smallest outside mass is below
-    :data:`_SCALE_BELOW` (where ``50 / mass`` would overflow) gets ``s`` =
-    :data:`_SCALE_EXP`; every positive float64 mass, subnormals included, is
-    then covered without a floor (the masses are at most ``2^s < 1e300``).
+    a row may be rescaled: masses times ``2^s`` (exact) and nodes times
+    ``2^-s`` leave the trapezoidal sum unchanged up to rounding.  A row
+    whose smallest outside mass is below :data:`_SCALE_BELOW` (where
+    ``50 / mass`` would overflow) gets ``s`` = :data:`_SCALE_EXP`; every
+    positive float64 mass, subnormals included, is then covered without a
+    floor (the masses are at most ``2^s < 1e300``).
 
     Returns
     -------
@@ -156,7 +157,7 @@ def _wor_grid(lam_suffix, n):
     G = np.ceil((math.log(50.0) - np.log(pos) - u0) / h).astype(np.int64) + 1
     t = np.full((lam_suffix.shape[0], int(G.max())), np.inf)
     for b, g in enumerate(G):
-        t[b, :g] = np.exp(u0 + h * np.arange(g)) / scale[b]
+        t[b, :g] = np.exp(u0 + h * np.arange(g) - math.log(scale[b]))
     return t, h, scale
 
 
