@@ -162,7 +162,10 @@ def test_iid_bucketed_scan_equals_full_sort_at_full_vocabulary(n):
 
 
 def wor_n2_reference(p, q):
-    """All-prefix scan with the stable n = 2 closed form Q(H) = q(H) A - B (THEORY 2.5(b))."""
+    """All-prefix scan with the stable n = 2 closed form Q(H) = q(H) A - B.
+
+    docs/theory.md §2.5(b).
+    """
     order = stt.solvers.ratio_order(p[None], q[None])[0]
     ps, qs = p[order], q[order]
     S = np.cumsum(qs)
@@ -180,7 +183,7 @@ def test_wor_accuracy_at_full_vocabulary_n2():
 
 
 def wor_reference_prefixes(p, q, n):
-    """All-prefix scan with Q(H) by the ordered-draw recursion (THEORY 2.5(a))."""
+    """All-prefix scan with Q(H) by the ordered-draw recursion (docs/theory.md §2.5(a))."""
     order = stt.solvers.ratio_order(p[None], q[None])[0]
     best = 0.0
     for k in range(1, p.size + 1):

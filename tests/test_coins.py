@@ -25,7 +25,8 @@ def test_every_implementation_satisfies_the_protocol():
 def test_replay_bernoulli_is_strict_u_below_prob():
     assert ReplayCoins([0.5]).bernoulli(0.5) is False
     assert ReplayCoins([np.nextafter(0.5, 0)]).bernoulli(0.5) is True
-    assert ReplayCoins([0.0]).bernoulli(0.0) is False  # the zero-coin boundary (THEORY 7.5)
+    # the zero-coin boundary (docs/theory.md §7.5)
+    assert ReplayCoins([0.0]).bernoulli(0.0) is False
     assert ReplayCoins([np.nextafter(1.0, 0)]).bernoulli(1.0) is True
     assert ReplayCoins([0.3]).bernoulli(F(1, 3)) is True
 

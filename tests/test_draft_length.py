@@ -102,7 +102,7 @@ def test_accounting_identity():
         r = simulate_policy(betas, pol, 0.17)
         total_time = 0.17 * r.drafts + 1.0 * r.rounds  # t_d N_draft + t_t N_target
         assert r.speedup == pytest.approx(r.tokens / total_time, rel=1e-12)
-        # N_draft = (N - N_target) + N_discard  (THEORY 5.1)
+        # N_draft = (N - N_target) + N_discard  (docs/theory.md §5.1)
         assert r.drafts == pytest.approx(r.tokens - r.rounds + r.discards, rel=1e-12)
         assert r.tokens_per_round == pytest.approx(1.0 / r.verify_rate, rel=1e-12)
 
@@ -131,7 +131,8 @@ def test_threshold_on_constant_acceptance_is_a_fixed_length():
 
 
 def test_oracle_beats_every_fixed_length_on_iid_acceptances():
-    # THEORY 8.7 first row: D = {.95: .8, .3: .2}, c = 0.2: S* = 2.221 vs best fixed 1.942.
+    # docs/theory.md §8.7, first row: D = {.95: .8, .3: .2}, c = 0.2:
+    # S* = 2.221 vs best fixed 1.942.
     rng = np.random.default_rng(7)
     b = [rng.choice([0.95, 0.3], p=[0.8, 0.2], size=2500) for _ in range(2)]
     h = oracle_threshold(b, 0.2)
@@ -143,7 +144,7 @@ def test_oracle_beats_every_fixed_length_on_iid_acceptances():
 
 
 def test_oracle_on_constant_acceptance_is_the_optimal_fixed_length():
-    # constant beta: the solver's threshold reproduces gamma* of THEORY 1.5(c) exactly
+    # constant beta: the solver's threshold reproduces gamma* of docs/theory.md §1.5(c) exactly
     for alpha, c, gamma_star in [(0.7, 0.1, 4), (0.9, 0.05, 13), (0.5, 0.2, 1)]:
         assert optimal_gamma(alpha, c).gamma == gamma_star
         b = [np.full(300, alpha)]

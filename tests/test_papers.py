@@ -221,4 +221,4 @@ def test_blockverify_checks_fail_on_wrong_numbers(tmp_path, monkeypatch):
     wrong = {**blockverify.KNOWN_ACCEPTED, "block": Fraction(10, 9)}
     monkeypatch.setattr(blockverify, "KNOWN_ACCEPTED", wrong)
     res = blockverify.reproduce(tmp_path, quick=True, progress=False)
-    assert [c.name for c in res.failed] == ["THEORY 8.3: accepted tokens, block"]
+    assert [c.name for c in res.failed] == ["docs/theory.md §8.3: accepted tokens, block"]

@@ -468,8 +468,9 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         )
     lines += [
         f"  Published capacity slopes per decade (docs/theory.md §6.2, Leviathan Table 3): {pub}.",
-        "  Scylla (arXiv 2505.07858, THEORY 6.1, forms unconfirmed): acceptance log-linear in "
-        "pretraining tokens and capacity; optimal verify width decreasing log-linearly in B.",
+        "  Scylla (arXiv 2505.07858, docs/theory.md §6.1, forms unconfirmed): acceptance "
+        "log-linear in pretraining tokens and capacity; optimal verify width decreasing "
+        "log-linearly in B.",
         "  Caveats: adapters share the target's first L layers, embedding and head, so capacity "
         "here is depth of a shared trunk, not a separately trained draft; tokens are "
         "distillation positions of a small offline corpus, not pretraining tokens; the batch law "

@@ -69,7 +69,8 @@ def known_answers(run: Run) -> None:
         accepted = block_law(name, p, q, _CHAIN, 3).block_efficiency - 1
         rows.append({"verifier": name, "accepted": str(accepted), "expected": str(expected)})
         run.check(
-            f"THEORY 8.3: accepted tokens, {name}", "docs/theory.md §8.3 [derived]", expected,
+            f"docs/theory.md §8.3: accepted tokens, {name}", "docs/theory.md §8.3 [derived]",
+            expected,
             accepted, "exact equality", accepted == expected,
         )  # fmt: skip
     run.table("known_answers", rows)
@@ -137,7 +138,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     PaperResult
     """
     run = Run("blockverify", out_dir, quick, progress)
-    run.log("THEORY 8.3")
+    run.log("docs/theory.md §8.3")
     known_answers(run)
     run.log("random Markov models")
     rows = markov_comparison(run, 6 if quick else 24)
