@@ -247,3 +247,105 @@ def test_greedy_when_the_rest_of_the_draft_rounds_to_zero():
     p = np.array([0.2, 0.3, 0.5])
     assert 1.0 - q[0] == 0.0
     assert stt.bound(p, q, 2, "greedy") == pytest.approx(1.0, abs=1e-15)
+
+
+# --- issue 22: no silent wrong answer (regression tests named after the defects) ---
+
+
+def test_issue22_wor_draft_tail_below_1e250_is_not_floored():
+    # process_pair at temperature 0.01: draft tail ~1e-305, target tail ~1e-218.
+    # The old grid stopped at t = 50 / 1e-250 and returned 0.0; the answer is 1/3.
+    p, q = stt.process_pair([0, 0, 5, 0], [0, 7, 0, 0], temperature=0.01)
+    for method in ("maxflow", "enumerate"):
+        ref = stt.solve_bound(p, q, 2, "without_replacement", method).value
+        np.testing.assert_allclose(ref, 1 / 3, rtol=1e-12)
+    np.testing.assert_allclose(stt.bound(p, q, 2, "without_replacement"), 1 / 3, rtol=0, atol=1e-12)
+    lp = stt.solve_bound(p, q, 2, "without_replacement", "lp").value
+    np.testing.assert_allclose(lp, 1 / 3, rtol=0, atol=LP_TOL)
+
+
+@pytest.mark.parametrize("tail", [5e-324, 1e-320, 1e-310, 1e-300, 1e-250, 1e-200, 1e-100])
+@pytest.mark.parametrize("n", [2, 3])
+def test_issue22_wor_every_tail_down_to_the_smallest_subnormal(tail, n):
+    # Draft: one certain token and three equal tails; the first draw is token 0,
+    # the others uniform over the tails, so alpha* = (n - 1) / 3 up to O(tail).
+    q = np.array([1.0, tail, tail, tail])
+    p = np.array([tail, tail, 1.0, tail])
+    q, p = q / q.sum(), p / p.sum()
+    # O(tail) corrections are below 1e-99; the dual's own error is < 1e-12.
+    np.testing.assert_allclose(
+        stt.bound(p, q, n, "without_replacement"), (n - 1) / 3, rtol=0, atol=1e-12
+    )
+
+
+def test_issue22_exact_wor_law_of_a_peaked_draft_sums_to_one():
+    # q_max = 1 - 1e-12: 1 - q(used) cancelled, the law summed to 1.0000221.
+    q = np.array([1 - 1e-12, 4e-13, 3e-13, 2e-13, 1e-13])
+    q /= q.sum()
+    law = stt.draft_set_law(q, 3, "without_replacement")
+    # 4 sets, each a sum of 6 products of 3 factors: a few ulp.
+    assert abs(sum(law.values()) - 1.0) <= 1e-14
+    from spectheory.exact._tuples import ordered_draft_law
+
+    tuples = ordered_draft_law(q, 3, "without_replacement")
+    assert abs(sum(w for _, w in tuples) - 1.0) <= 1e-14
+    # Exact check of one set against Fractions.
+    qf = np.array([Fraction(float(v)) for v in q], dtype=object)
+    qf = qf / qf.sum()
+    exact = stt.draft_set_law(qf, 3, "without_replacement")
+    for key, value in exact.items():
+        np.testing.assert_allclose(law[key], float(value), rtol=1e-12)
+
+
+def _iid_decimal_reference(p, q, n):
+    """alpha* for i.i.d. drafts in 400-digit decimal arithmetic (no float64 anywhere).
+
+    Inputs are read exactly as Fractions and renormalised; q(H)^n is
+    exp(n ln(1 - lam)) with lam the exact outside mass.
+    """
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 400
+        P = [Fraction(float(x)) for x in p]
+        Q = [Fraction(float(x)) for x in q]
+        P = [x / sum(P) for x in P]
+        Q = [x / sum(Q) for x in Q]
+        big = Fraction(10**400)
+        idx = sorted(range(len(P)), key=lambda i: P[i] / Q[i] if Q[i] else big)
+
+        def dec(f):
+            return Decimal(f.numerator) / Decimal(f.denominator)
+
+        best, pH = Decimal(0), Fraction(0)
+        for k, i in enumerate(idx):
+            pH += P[i]
+            lam = sum((Q[j] for j in idx[k + 1 :]), Fraction(0))
+            best = min(best, dec(pH) - ((1 - dec(lam)).ln() * n).exp())
+        return float(1 + best)
+
+
+@pytest.mark.parametrize("n", [2, 1000, 10**9, 10**18, 2**63, 10**30, 10**300])
+@pytest.mark.parametrize("seed", range(2))
+def test_issue22_iid_bound_does_not_drift_with_n(n, seed):
+    # Old: error 1e-11 at n = 1e3, 1e-5 at 1e9, -2.7e96 at 1e18, -inf at 2**63, a
+    # numba TypingError at 1e30.  A dominant draft token (mass 1 - O(1/sqrt(n)))
+    # keeps the optimum away from the trivial sets.
+    rng = np.random.default_rng(seed)
+    p, q = rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))
+    q[0] += 1e6 * min(n, 10**300) ** 0.5
+    q /= q.sum()
+    got = stt.bound(p, q, n)
+    # float64 rounding of the inputs and of exp/log1p: a few ulp of 1.
+    np.testing.assert_allclose(got, _iid_decimal_reference(p, q, n), rtol=0, atol=1e-14)
+
+
+def test_issue22_n_beyond_the_documented_limit_is_refused():
+    with pytest.raises(stt.InstanceTooLargeError, match="n must be at most"):
+        stt.bound([0.5, 0.5], [0.5, 0.5], 10**301)
+
+
+def test_issue22_oracles_refuse_huge_n_instead_of_hanging():
+    for method in ("lp", "maxflow", "enumerate"):
+        with pytest.raises(stt.InstanceTooLargeError, match="refuses n="):
+            stt.solve_bound([0.0, 1.0], [0.0, 1.0], 10**9, "iid", method)

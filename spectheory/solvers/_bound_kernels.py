@@ -71,6 +71,16 @@ def _ratio_bucket(r, emin):
 
 
 @njit(cache=True)
+def _pow_complement(lam, n):
+    """(1 - lam)^n from the outside mass ``lam``: exp(n log1p(-lam)), no cancellation.
+
+    ``n`` is a float; the relative error of the result is a few ulp times
+    ``max(1, n lam)``, with no drift in ``n`` from repeated rounding of ``1 - lam``.
+    """
+    return math.exp(n * math.log1p(-lam))
+
+
+@njit(cache=True)
 def _iid_bucket_row(p, q, n, limit, cert):
     V = p.shape[0]
     emin = IID_MIN_EXPONENT
@@ -80,6 +90,7 @@ def _iid_bucket_row(p, q, n, limit, cert):
     bq = np.zeros(nb)
     cnt = np.zeros(nb, dtype=np.int64)
     bucket = np.full(V, -1, dtype=np.int64)
+    excluded = 0.0  # draft mass of the tokens above the limit: outside every candidate H
     for i in range(V):
         qi = q[i]
         if qi > 0.0:
@@ -90,29 +101,34 @@ def _iid_bucket_row(p, q, n, limit, cert):
                 bp[b] += p[i]
                 bq[b] += qi
                 cnt[b] += 1
+            else:
+                excluded += qi
+    # Draft mass outside the prefix ending with bucket b, summed from the tail so
+    # that q(H)^n = (1 - tail)^n keeps its accuracy when q(H) is close to 1.
+    tail = np.empty(nb)
+    acc = excluded
+    for b in range(nb - 1, -1, -1):
+        tail[b] = acc
+        acc += bq[b]
     # The objective at every bucket boundary.
     Pstart = np.empty(nb)
-    Sstart = np.empty(nb)
     P = 0.0
-    S = 0.0
     best = 0.0
     best_b = -1  # best set: every bucket <= best_b ...
     best_inner = -1  # ... or, if >= 0, buckets < best_b plus inner[:best_inner + 1]
     for b in range(nb):
         Pstart[b] = P
-        Sstart[b] = S
         P += bp[b]
-        S += bq[b]
-        f = P - S**n
+        f = P - _pow_complement(tail[b], n)
         if f < best:
             best = f
             best_b = b
-    # Inside bucket b every prefix has P >= Pstart[b] and S <= Sstart[b] + bq[b]:
+    # Inside bucket b every prefix has P >= Pstart[b] and outside mass >= tail[b]:
     # only buckets whose bound beats the best boundary need their tokens sorted.
     cand = np.zeros(nb, dtype=np.bool_)
     m = 0
     for b in range(nb):
-        if cnt[b] > 1 and Pstart[b] - (Sstart[b] + bq[b]) ** n < best:
+        if cnt[b] > 1 and Pstart[b] - _pow_complement(tail[b], n) < best:
             cand[b] = True
             m += cnt[b]
     inner = np.empty(m, dtype=np.int64)
@@ -125,6 +141,17 @@ def _iid_bucket_row(p, q, n, limit, cert):
             keys[j] = p[i] / q[i]
             j += 1
     order = np.argsort(keys)  # ratio order, grouped by bucket since buckets are monotone
+    # rest[k]: draft mass of the tokens of the same bucket after position k.
+    rest = np.empty(m)
+    cur = -1
+    acc = 0.0
+    for k in range(m - 1, -1, -1):
+        b = bucket[inner[order[k]]]
+        if b != cur:
+            cur = b
+            acc = 0.0
+        rest[k] = acc
+        acc += q[inner[order[k]]]
     cur = -1
     for k in range(m):
         i = inner[order[k]]
@@ -132,10 +159,8 @@ def _iid_bucket_row(p, q, n, limit, cert):
         if b != cur:
             cur = b
             P = Pstart[b]
-            S = Sstart[b]
         P += p[i]
-        S += q[i]
-        f = P - S**n
+        f = P - _pow_complement(tail[b] + rest[k], n)
         if f < best:
             best = f
             best_b = b
@@ -164,7 +189,8 @@ def iid_bucket_min(p, q, n, limit):
     Parameters
     ----------
     p, q : float64 (B, V)
-    n : int
+    n : float
+        Number of drafts (a float, so that any ``n`` up to 1e300 fits).
     limit : float
         Tokens with ``p/q > limit`` are left out (``limit = n`` is safe).
 

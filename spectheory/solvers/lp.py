@@ -59,7 +59,10 @@ def solve_row(p, q, n, sampling):
             var += 1
     A = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(classes) + V, var)).tocsr()
     b = np.concatenate([[float(law[c]) for c in classes], p.astype(float)])
-    res = linprog(-np.ones(var), A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+    try:
+        res = linprog(-np.ones(var), A_ub=A, b_ub=b, bounds=(0, None), method="highs")
+    except ValueError as exc:  # scipy's input checks (non-finite bounds)
+        raise SolverError(f"HiGHS refused the transport LP: {exc}") from None
     if res.status != 0:
         raise SolverError(f"HiGHS failed on the transport LP: {res.message}")
     value = -res.fun
