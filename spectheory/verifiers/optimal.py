@@ -1,0 +1,127 @@
+r"""``optimal``: a lossless verifier whose membership acceptance is the bound :math:`\alpha^*`.
+
+i.i.d. drafts (docs/theory.md §2.3, §3.12; derivation in
+``notebooks/05_optimal_verifier.py``): from the per-row plan of
+:mod:`spectheory.solvers.polymatroid`,
+
+1. if some draft lies in ``T`` (the complement of the optimal dual set
+   :math:`H^*`) draw a component ``k`` of the ``T`` mixture, else of the
+   :math:`H^*` mixture (``coins.categorical``);
+2. select the draft in the lowest tier of component ``k`` that the drafts
+   meet, the first in draw order within it (deterministic);
+3. accept it with probability :math:`\min(1, p_x / y_x)` (``coins.bernoulli``);
+4. otherwise output a draw from :math:`\mathrm{norm}((p - y)_+)`
+   (``coins.categorical``).
+
+The selection has marginal ``y`` exactly, so the output law is
+:math:`\min(p, y) + (p - y)_+ = p` and the acceptance is
+:math:`\sum_i \min(p_i, y_i) = \alpha^*`.  Greedy drafts: Hu et al.'s
+verifier is already optimal (docs/theory.md §2.6), ``optimal`` delegates to
+it; one draft: standard speculative sampling.  Drafts without replacement are
+not covered (the tier rule's marginal is not proportional to ``q`` beyond the
+first tier there; see the notebook).
+
+References
+----------
+Thomas, Pal, arXiv:2511.15898; Khisti et al., arXiv:2410.18234; Hu et al.,
+arXiv:2502.18779.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .._errors import InvalidParameterError
+from ..solvers.polymatroid import plan
+from ._ops import accept_prob
+from .hub import greedy
+from .single import sd
+
+__all__ = ["SAMPLINGS", "optimal", "optimal_plan", "select"]
+
+#: Draft laws ``optimal`` reaches the bound for.
+SAMPLINGS = ("iid", "greedy")
+
+
+@lru_cache(maxsize=64)
+def _cached(p_key, q_key, n, exact):
+    dtype = object if exact else np.float64
+    return plan(np.array(p_key, dtype=dtype), np.array(q_key, dtype=dtype), n)
+
+
+def optimal_plan(p, q, n):
+    """The plan of one row, cached per instance (:func:`spectheory.solvers.polymatroid.plan`)."""
+    return _cached(tuple(p.tolist()), tuple(q.tolist()), int(n), p.dtype == object)
+
+
+def select(plan_, drafts, k, top):
+    """The selected draft: lowest tier of component ``k`` met, first in draw order.
+
+    Parameters
+    ----------
+    plan_ : OptimalPlan
+    drafts : sequence of int, in draw order
+    k : int
+        Component of the segment's mixture.
+    top : bool
+        Whether the segment is ``T`` (else :math:`H^*`).
+
+    Returns
+    -------
+    int
+    """
+    pos = [int(plan_.pos[x]) for x in drafts]
+    if any(t < 0 for t in pos):
+        bad = drafts[[t < 0 for t in pos].index(True)]
+        raise InvalidParameterError(
+            f"drafts contains token {bad}, which the draft gives probability 0"
+        )
+    inside = [t for t in pos if (t < plan_.n_top) == top]
+    a = min(inside)
+    for x, t in zip(drafts, pos):
+        if (t < plan_.n_top) == top and (t == a or plan_.rank[a + 1 : t + 1].max() <= k):
+            return int(x)
+    raise AssertionError("unreachable: the lowest position is a draft")
+
+
+def optimal(p, q, drafts, coins, *, sampling="iid"):
+    """Optimal-acceptance verifier (acceptance :math:`\\alpha^*`, output law ``p``).
+
+    Parameters
+    ----------
+    p, q : ndarray, shape (V,)
+        Target and draft (float64 or Fraction object arrays).
+    drafts : tuple of int
+        Draft tokens in draw order.
+    coins : Coins
+    sampling : {"iid", "greedy"}
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from spectheory.coins import ReplayCoins
+    >>> p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    >>> optimal(p, q, (0, 1), ReplayCoins([0.0, 0.0, 0.0]))
+    1
+    """
+    n = len(drafts)
+    if sampling == "greedy":
+        return greedy(p, q, drafts, coins, sampling=sampling)
+    if sampling != "iid":
+        raise InvalidParameterError(
+            f"sampling must be one of {SAMPLINGS} for the optimal verifier; got {sampling!r}"
+        )
+    if n == 1:
+        return sd(p, q, drafts, coins, sampling=sampling)
+    pl = optimal_plan(p, q, n)
+    top = any(0 <= pl.pos[x] < pl.n_top for x in drafts)
+    k = coins.categorical(pl.w_top if top else pl.w_h)
+    x = select(pl, drafts, k, top)
+    if coins.bernoulli(accept_prob(p[x], pl.y[x])):
+        return x
+    return coins.categorical(pl.residual)
