@@ -1,0 +1,266 @@
+"""Tests of spectheory.sim._stats: every statistic against scipy or its closed formula.
+
+Deterministic comparisons carry an explicit rtol (float64 arithmetic of the
+same formula: 1e-12; scipy's root search for the exact interval: 1e-9).
+The calibration tests draw from the null with fixed seeds and compare the
+rejection count with binomial quantiles at a stated false-alarm rate.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from itertools import permutations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from spectheory import InvalidParameterError
+from spectheory.sim import _stats as S
+
+#: Each calibration assertion fails for a correct implementation with probability <= 1e-6.
+FA = 1e-6
+
+
+def binomial_bounds(n, rate, fa=FA):
+    """Two-sided acceptance region of Binomial(n, rate) with total false-alarm rate <= fa."""
+    return stats.binom.ppf(fa / 2, n, rate), stats.binom.isf(fa / 2, n, rate)
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.95, 1 - 1e-6])
+def test_wilson_equals_scipy(confidence):
+    for n in (1, 2, 7, 50, 1000):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            ci = stats.binomtest(k, n).proportion_ci(confidence, method="wilson")
+            lo, hi = S.wilson_interval(k, n, confidence)
+            np.testing.assert_allclose([lo, hi], [ci.low, ci.high], rtol=1e-12, atol=1e-15)
+
+
+def test_wilson_closed_formula_and_vectorisation():
+    # (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), z = Phi^{-1}(0.975)
+    k, n, z = np.array([3, 40, 77]), np.array([10, 100, 80]), 1.959963984540054
+    a = k / n
+    centre = (a + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(a * (1 - a) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = S.wilson_interval(k, n)
+    np.testing.assert_allclose(lo, centre - half, rtol=1e-12)
+    np.testing.assert_allclose(hi, centre + half, rtol=1e-12)
+    assert S.z_two_sided(0.95) == pytest.approx(z, rel=1e-15)
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.99])
+def test_clopper_pearson_equals_scipy(confidence):
+    for n in (1, 5, 60):
+        for k in range(n + 1):
+            ci = stats.binomtest(k, n).proportion_ci(confidence, method="exact")
+            lo, hi = S.clopper_pearson_interval(k, n, confidence)
+            # scipy finds the ends by root search (xtol ~ 1e-12)
+            np.testing.assert_allclose([lo, hi], [ci.low, ci.high], rtol=1e-9, atol=1e-12)
+
+
+def test_clopper_pearson_coverage_is_at_least_the_confidence():
+    """Exact coverage by summing the binomial pmf over the k whose interval holds a."""
+    n = 30
+    k = np.arange(n + 1)
+    lo, hi = S.clopper_pearson_interval(k, n, 0.9)
+    for a in np.linspace(0.01, 0.99, 41):
+        cover = stats.binom.pmf(k, n, a)[(lo <= a) & (a <= hi)].sum()
+        assert cover >= 0.9 - 1e-12
+
+
+def test_interval_bad_counts():
+    with pytest.raises(InvalidParameterError, match="0 <= k <= n"):
+        S.wilson_interval(5, 4)
+    with pytest.raises(InvalidParameterError, match="confidence must be a float"):
+        S.wilson_interval(1, 4, 1.5)
+
+
+def test_mean_interval_equals_scipy_t():
+    x = np.array([1.0, 4.0, 2.0, 2.0, 7.0, 3.0])
+    m, lo, hi = S.mean_interval(x, 0.9)
+    ref = stats.ttest_1samp(x, 0.0).confidence_interval(0.9)
+    np.testing.assert_allclose([m, lo, hi], [x.mean(), ref.low, ref.high], rtol=1e-12)
+
+
+def test_chisquare_gof_equals_scipy_without_pooling():
+    counts = np.array([28, 45, 27])
+    p = np.array([0.3, 0.4, 0.3])
+    r = S.chisquare_gof(counts, p)
+    ref = stats.chisquare(counts, 100 * p)
+    assert r.df == 2 and r.cells == 3
+    np.testing.assert_allclose([r.statistic, r.pvalue], [ref.statistic, ref.pvalue], rtol=1e-12)
+    # df = cells - 1: the p-value is chi2_2's survival function, not chi2_1's or chi2_3's
+    np.testing.assert_allclose(r.pvalue, stats.chi2.sf(r.statistic, 2), rtol=1e-12)
+
+
+def test_chisquare_gof_pooling_rule():
+    # expected: 40, 30, 20, 4, 3, 2, 1 (N = 100): the four small cells pool to 10 >= 5
+    p = np.array([0.4, 0.3, 0.2, 0.04, 0.03, 0.02, 0.01])
+    counts = np.array([38, 33, 17, 5, 4, 2, 1])
+    r = S.chisquare_gof(counts, p)
+    ref = stats.chisquare([38, 33, 17, 12], [40, 30, 20, 10])
+    assert (r.cells, r.df) == (4, 3)
+    np.testing.assert_allclose(r.pvalue, ref.pvalue, rtol=1e-12)
+    # small cells pooling to 3 < 5: merged into the smallest remaining cell (20)
+    p2 = np.array([0.5, 0.27, 0.2, 0.02, 0.01])
+    c2 = np.array([52, 25, 19, 3, 1])
+    r2 = S.chisquare_gof(c2, p2)
+    ref2 = stats.chisquare([52, 25, 23], [50, 27, 23])
+    assert (r2.cells, r2.df) == (3, 2)
+    np.testing.assert_allclose(r2.pvalue, ref2.pvalue, rtol=1e-12)
+    # one cell left: nothing to test
+    assert S.chisquare_gof([3, 0], [0.99, 0.01]).pvalue == 1.0
+
+
+def test_chisquare_gof_refuses_outputs_of_probability_zero():
+    with pytest.raises(InvalidParameterError, match="token 2, whose probability is 0"):
+        S.chisquare_gof([10, 10, 1], [0.5, 0.5, 0.0])
+
+
+@pytest.mark.parametrize(("V", "N"), [(2, 60), (3, 200), (40, 100)])
+def test_chisquare_gof_is_calibrated(V, N):
+    """Under the null the test at level 0.05 rejects at rate ~0.05.
+
+    20,000 repetitions: the rejection count is Binomial(20000, r) with r the
+    true size; the asymptotic chi-square size at these expected counts lies
+    in [0.04, 0.06] (Cochran's rule), and the assertion allows a further
+    false-alarm rate 1e-6 (rates [0.033, 0.068]).  A df off by one moves the
+    size to 0.0143 or 0.146 (V = 2) and 0.020 or 0.146 (V = 3): outside.
+    """
+    rng = np.random.default_rng(V)
+    p = rng.dirichlet(np.ones(V))
+    reps = 20_000
+    draws = rng.multinomial(N, p, size=reps)
+    rejections = sum(S.chisquare_gof(c, p).pvalue <= 0.05 for c in draws)
+    lo, _ = binomial_bounds(reps, 0.04)
+    _, hi = binomial_bounds(reps, 0.06)
+    assert lo <= rejections <= hi, rejections / reps
+
+
+def test_pit_against_enumeration():
+    """u is uniform on [F(y^-), F(y^-) + p(y)) with F in decreasing-p order, ties by id."""
+    p = np.array([[0.2, 0.5, 0.2, 0.1]])
+    starts = {1: 0.0, 0: 0.5, 2: 0.7, 3: 0.9}  # order 1, 0, 2 (tie with 0, larger id), 3
+    rng = np.random.default_rng(0)
+    for y, start in starts.items():
+        u = S.randomised_pit(np.repeat(p, 200, 0), np.full(200, y), rng)
+        assert np.all((u >= start) & (u < start + p[0, y]))
+    key = np.array([[1.0, 0.1, 3.0, 3.0]])  # decreasing key: 2 (p 0.2), 3 (p 0.1), 0, 1
+    u = S.randomised_pit(p, [0], np.random.default_rng(1), key=key)
+    assert 0.3 <= u[0] < 0.5
+    assert np.isnan(S.randomised_pit([[1.0, 0.0]], [1], rng))[0]
+
+
+def test_pit_is_exactly_uniform_under_the_null():
+    """Exact law of u by enumeration: for each y, u ~ U[F(y^-), F(y^-)+p(y)) with prob p(y).
+
+    The mixture's CDF at every grid point equals the identity exactly (Fractions).
+    """
+    p = [Fraction(1, 6), Fraction(1, 2), Fraction(1, 3)]
+    order = sorted(range(3), key=lambda i: (-p[i], i))
+    start, acc = {}, Fraction(0)
+    for i in order:
+        start[i], acc = acc, acc + p[i]
+    for t in [Fraction(j, 12) for j in range(13)]:
+        cdf = sum(p[y] * min(max((t - start[y]) / p[y], 0), 1) for y in range(3))
+        assert cdf == t
+
+
+def test_pooled_pit_is_calibrated_and_sees_a_bias():
+    """Rows with different laws: pooled u uniform under the null, not under a tempered law."""
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(8) * 0.5, size=5000)
+    ys = np.array([rng.choice(8, p=row) for row in P])
+    assert S.uniformity_chisquare(S.randomised_pit(P, ys, rng)).pvalue > FA
+    hot = P**0.7
+    hot /= hot.sum(1, keepdims=True)
+    yh = np.array([rng.choice(8, p=row) for row in hot])
+    assert S.uniformity_chisquare(S.randomised_pit(P, yh, rng)).pvalue < FA
+
+
+def test_uniformity_chisquare_equals_scipy():
+    u = np.random.default_rng(4).random(1000)
+    r = S.uniformity_chisquare(u)
+    counts = np.histogram(u, bins=50, range=(0, 1))[0]
+    ref = stats.chisquare(counts)
+    assert (r.df, r.cells) == (49, 50)
+    np.testing.assert_allclose([r.statistic, r.pvalue], [ref.statistic, ref.pvalue], rtol=1e-12)
+    assert S.uniformity_chisquare(u[:30]).cells == 6
+    assert S.uniformity_chisquare(u[:9]).pvalue == 1.0
+
+
+def test_bonferroni_and_holm_closed_formula():
+    p = np.array([0.04, 0.001, 0.3, 0.012, 0.02])
+    assert S.bonferroni(p) == pytest.approx(0.005, rel=1e-12)
+    assert S.bonferroni({"a": 0.5, "b": 0.4}) == 0.8
+    assert S.bonferroni([0.9, 0.8]) == 1.0
+    # Holm by its definition: max over j <= i of (m - j + 1) p_(j), capped at 1
+    srt = np.sort(p)
+    m = p.size
+    ref_sorted = [min(1.0, max((m - j) * srt[j] for j in range(i + 1))) for i in range(m)]
+    adj = S.holm(p)
+    np.testing.assert_allclose(np.sort(adj), ref_sorted, rtol=1e-12)
+    np.testing.assert_allclose(adj, [0.08, 0.005, 0.3, 0.048, 0.06], rtol=1e-12)
+    assert adj.min() == pytest.approx(S.bonferroni(p), rel=1e-12)
+
+
+def test_holm_controls_the_family_wise_rate_exactly_on_small_families():
+    """P(Holm rejects any | all nulls true) for independent uniform p-values equals Bonferroni's.
+
+    For m independent uniforms, P(min p <= a/m) = 1 - (1 - a/m)^m; simulated
+    with 40,000 families of 4, within binomial bounds at false-alarm 1e-6.
+    """
+    rng = np.random.default_rng(5)
+    m, a, reps = 4, 0.05, 40_000
+    P = rng.random((reps, m))
+    rejected = sum(S.holm(row).min() <= a for row in P)
+    rate = 1 - (1 - a / m) ** m
+    lo, hi = binomial_bounds(reps, rate)
+    assert lo <= rejected <= hi
+    unadjusted = int((P.min(axis=1) <= a).sum())  # no correction: rate 1 - 0.95^4 = 0.185
+    assert unadjusted > hi
+
+
+def test_chernoff_and_azuma_closed_forms():
+    k, N, mu = 70, 100, 0.5
+    kl = 0.7 * math.log(0.7 / 0.5) + 0.3 * math.log(0.3 / 0.5)
+    assert S.chernoff_upper_tail(k, N, mu) == pytest.approx(math.exp(-N * kl), rel=1e-12)
+    # a valid bound: above scipy's exact binomial tail
+    assert S.chernoff_upper_tail(k, N, mu) >= stats.binom.sf(k - 1, N, mu)
+    assert S.chernoff_upper_tail(40, 100, 0.5) == 1.0
+    assert S.azuma_upper_tail(5.0, 50) == pytest.approx(math.exp(-1.0), rel=1e-12)
+    assert S.azuma_upper_tail(-1.0, 50) == 1.0
+
+
+def test_detectable_tv_reaches_its_power():
+    """At TV = detectable_tv the noncentral chi-square rejects with probability 0.99.
+
+    Checked on the exact binomial law (bins = 2: the count of one cell is
+    Binomial(N, 1/2 + tv)): power >= 0.99 up to the normal approximation.
+    """
+    N, alpha = 20_000, 1e-6
+    tv = S.detectable_tv(N, 2, alpha)
+    crit = stats.chi2.isf(alpha, 1)
+    k = np.arange(N + 1)
+    stat = (k - N / 2) ** 2 / (N / 2) * 2  # Pearson on 2 cells with p = (1/2, 1/2)
+    power = stats.binom.pmf(k, N, 0.5 + tv)[stat > crit].sum()
+    assert 0.985 <= power <= 0.995
+    assert S.detectable_tv(20_000, 10, alpha) == pytest.approx(0.0300, abs=5e-4)
+
+
+def test_check_alpha():
+    assert S.check_alpha(0.05) == 0.05
+    for bad in (0.0, 1.0, 1, True, "0.1"):
+        with pytest.raises(InvalidParameterError, match="alpha must be a float in"):
+            S.check_alpha(bad)
+
+
+def test_permutation_invariance_of_gof():
+    """Pearson's statistic does not depend on the order of the cells."""
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    c = np.array([12, 18, 33, 37])
+    ref = S.chisquare_gof(c, p).pvalue
+    for perm in permutations(range(4)):
+        perm = list(perm)
+        np.testing.assert_allclose(S.chisquare_gof(c[perm], p[perm]).pvalue, ref, rtol=1e-12)
