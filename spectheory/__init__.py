@@ -41,7 +41,7 @@ from .solvers.specdecpp import SpecDecPPResult, solve_specdecpp
 from .solvers.speedup import OptimalGammaResult, optimal_gamma
 from .verifiers import REGISTRY, Verifier, get_verifier, verify
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "METHODS",

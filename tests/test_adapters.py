@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 import pytest
 import torch
 
 import spectheory as stt
 import spectheory.lm as lm
-from spectheory._cli_draft import add_draft_parser
 from spectheory.lm import adapters as A
 from spectheory.lm.corpus import CorpusSettings, build_corpus, held_out_overlap
 
@@ -258,14 +255,9 @@ def test_cost_ratio_and_parameters_of_an_adapter(smol, trained):
 
 
 def _cli(argv):
-    ap = argparse.ArgumentParser(prog="spectheory")
-    add_draft_parser(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(argv)
-    try:
-        return args.func(args)
-    except stt.SpecTheoryError as exc:
-        print(f"error: {exc}")
-        return 2
+    from spectheory.cli import main
+
+    return main(argv)
 
 
 def test_cli_list_refuse_and_missing(smol, trained, tmp_cache, capsys, monkeypatch):
@@ -274,8 +266,8 @@ def test_cli_list_refuse_and_missing(smol, trained, tmp_cache, capsys, monkeypat
     A.save_adapter(trained, A.adapter_path(LAYER), extra={"held_out": {}})
     assert _cli(["draft", "list"]) == 0
     assert f"L{LAYER}: layer {LAYER}, layer x1, vocab 1024" in capsys.readouterr().out
-    assert _cli(["draft", "train", "--layer", str(LAYER)]) == 1
+    assert _cli(["draft", "train", "--layer", str(LAYER)]) == 2  # usage: exists, no --force
     assert "--force" in capsys.readouterr().err
     monkeypatch.setattr("spectheory.lm._loader.load_model", lambda *a, **k: smol)
     assert _cli(["draft", "evaluate", "adapter:7", "--quiet"]) == 2
-    assert "spectheory draft train --layer 7" in capsys.readouterr().out
+    assert "spectheory draft train --layer 7" in capsys.readouterr().err

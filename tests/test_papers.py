@@ -14,10 +14,16 @@ import numpy as np
 import pytest
 
 from spectheory import InvalidParameterError
-from spectheory._cli_papers import EXIT_CHECK_FAILED
-from spectheory._cli_papers import main as reproduce_cli
+from spectheory.cli import ExitCode, main
 from spectheory.papers import PAPERS, get_paper, hu2025, leviathan, scaling, specdecpp, spectr
 from spectheory.papers._common import Check, PaperResult, Run
+
+EXIT_CHECK_FAILED = ExitCode.CHECK_FAILED
+
+
+def reproduce_cli(argv):
+    return main(["reproduce", *argv])
+
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -47,7 +47,7 @@ def test_cli_bound_exact_method_json(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["bound", "--vocab", "0", "--n", "0"], "n must be >= 1; got 0"),
+        (["bound", "--vocab", "0", "--n", "0"], "--n: must be an integer >= 1; got 0"),
         (["bound", "--vocab", "0", "--draft", "0.5,0.7,0.1"], "draft sums to 1.3"),
         (["bound", "--vocab", "0", "--target", "a,b"], "--target must be comma-separated"),
     ],

@@ -42,7 +42,7 @@ def test_check_flags_biased_verifiers_with_exit_code_3(verifier, capsys):
         (["check", "bug:nope", *EXAMPLE], "unknown bug 'nope'"),
         (["check", "no.such.module:f", *EXAMPLE], "cannot be imported"),
         (["check", "rrs", "--target", "0.5,0.6"], "target sums to 1.1"),
-        (["check", "rrs", *EXAMPLE, "--alpha", "2"], "alpha must be a float in (0, 1)"),
+        (["check", "rrs", *EXAMPLE, "--alpha", "2"], "--alpha: must be in (0, 1); got 2"),
     ],
 )
 def test_check_bad_input_exit_2(argv, message, capsys):

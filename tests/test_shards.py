@@ -6,7 +6,6 @@ memory: the real model is never loaded.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 
@@ -19,7 +18,6 @@ from spectheory.lm import Trace, TraceSettings, load_trace
 from spectheory.lm.shards import (
     MANIFEST_NAME,
     ShardedTrace,
-    add_shard_parser,
     record_sharded,
     shard_trace,
 )
@@ -337,13 +335,11 @@ def test_record_sharded_uses_spectheory_lm_record_trace(trace, tmp_path, monkeyp
 
 def test_command_line_splits_a_trace_file(trace, tmp_path, capsys):
     trace.save(tmp_path / "t.safetensors")
-    ap = argparse.ArgumentParser()
-    add_shard_parser(ap.add_subparsers(dest="trace_command", required=True))
-    args = ap.parse_args(
-        ["shard", "--trace", str(tmp_path / "t.safetensors"), "--out", str(tmp_path / "s"),
-         "--max-shard-mb", str(MAX_BYTES / 2**20)]
-    )  # fmt: skip
-    assert args.func(args) == 0
+    from spectheory.cli import main
+
+    argv = ["trace", "shard", "--trace", str(tmp_path / "t.safetensors"),
+            "--out", str(tmp_path / "s"), "--max-shard-mb", str(MAX_BYTES / 2**20)]  # fmt: skip
+    assert main(argv) == 0
     out = capsys.readouterr().out
     sharded = ShardedTrace.open(tmp_path / "s")
     assert f"{len(sharded)} shards" in out and "20 positions x 200 tokens" in out

@@ -11,7 +11,6 @@ cluster, so that the pickling of tasks to other processes is exercised too.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -30,7 +29,6 @@ from spectheory.sim.sweeps import (
     BOUND_COLUMNS,
     SWEEP_COLUMNS,
     SweepGrid,
-    add_sweep_parser,
     sweep,
     sweep_bounds,
 )
@@ -311,14 +309,13 @@ def test_bad_input(splits, tmp_path):
 
 
 def test_command_line(splits, tmp_path, capsys):
-    ap = argparse.ArgumentParser()
-    add_sweep_parser(ap.add_subparsers(dest="command", required=True))
+    from spectheory.cli import main
+
     common = ["sweep", "--shards", str(splits[2].folder), "--cache-dir", str(tmp_path / "c"),
               "--temperatures", "1.0", "--n", "2", "--samplings", "iid", "greedy",
               "--verifiers", "rrs", "spechub", "--trials", "50", "--seed", "3",
               "--quiet"]  # fmt: skip
-    args = ap.parse_args([*common, "--out", str(tmp_path / "t.csv")])
-    assert args.func(args) == 0
+    assert main([*common, "--out", str(tmp_path / "t.csv")]) == 0
     assert "rows in" in capsys.readouterr().out
     with open(tmp_path / "t.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -328,8 +325,7 @@ def test_command_line(splits, tmp_path, capsys):
     assert tuple(rows[0]) == SWEEP_COLUMNS and len(rows) == len(table)
     assert [float(r["mc"]) for r in rows] == [r["mc"] for r in table]
     assert [int(r["shard"]) for r in rows] == [r["shard"] for r in table]
-    args = ap.parse_args([*common, "--bounds-only", "--out", str(tmp_path / "b.csv")])
-    assert args.func(args) == 0
+    assert main([*common, "--bounds-only", "--out", str(tmp_path / "b.csv")]) == 0
     with open(tmp_path / "b.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == BOUND_COLUMNS

@@ -77,7 +77,6 @@ __all__ = [
     "SHARD_FORMAT_VERSION",
     "ShardInfo",
     "ShardedTrace",
-    "add_shard_parser",
     "file_sha256",
     "record_sharded",
     "shard_trace",
@@ -713,56 +712,3 @@ class ShardedTrace:
         """Yield ``(ShardInfo, Trace)`` one shard at a time."""
         for i, info in enumerate(self.shards):
             yield info, self.load_shard(i)
-
-
-# --------------------------------------------------------------------------- command line
-
-
-def _cmd_trace_shard(args):
-    from ..cli import _settings
-
-    max_bytes = int(args.max_shard_mb * 2**20)
-    if args.trace:
-        sharded = shard_trace(load_trace(args.trace), args.out, max_bytes)
-    else:
-        sharded = record_sharded(_settings(args), args.out, max_bytes, progress=not args.quiet)
-    sizes = [s.bytes for s in sharded.shards]
-    print(
-        f"{sharded!r}\nshard files of {min(sizes):,} to {max(sizes):,} bytes "
-        f"(at most {max_bytes:,}); manifest {sharded.folder / MANIFEST_NAME}"
-    )
-    return 0
-
-
-def add_shard_parser(trace_subparsers):
-    """Register ``spectheory trace shard`` on the ``trace`` command's subparsers.
-
-    Parameters
-    ----------
-    trace_subparsers : argparse._SubParsersAction
-        The subparsers of ``spectheory trace``; the command's function is set
-        as ``func`` (called with the parsed arguments, returns the exit code).
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        The ``shard`` parser.
-    """
-    from ..cli import _recording_options
-
-    r = trace_subparsers.add_parser(
-        "shard",
-        help="record a sharded trace, or split a trace file into shards",
-        description=(
-            "Writes a sharded trace (manifest.json and shard files of at most --max-shard-mb "
-            "MiB, whole prompts each) into --out: splits the trace file --trace, or else "
-            "records one with the recording options, prompt by prompt, resuming an "
-            "interrupted recording in the same folder."
-        ),
-    )
-    r.add_argument("--out", required=True, help="folder of the sharded trace")
-    r.add_argument("--trace", default="", help="a saved trace file to split (else record)")
-    r.add_argument("--max-shard-mb", type=float, default=256.0, help="largest shard file, in MiB")
-    _recording_options(r)
-    r.set_defaults(func=_cmd_trace_shard)
-    return r

@@ -31,7 +31,7 @@ from ._core import (
 from ._html import Page
 from ._papers import section_papers
 
-__all__ = ["SECTIONS", "ReportResult", "add_report_parser", "build_report", "informative_rows"]
+__all__ = ["SECTIONS", "ReportResult", "build_report", "informative_rows"]
 
 #: Report sections in order: name -> function(ctx, page).
 SECTIONS = {
@@ -133,31 +133,3 @@ def build_report(
         Path(tmp).write_text(json.dumps(summary, indent=2, default=str))
     html = page.write(out / "report.html")
     return ReportResult(html=html, summary=summary, ok=ok, seconds=total)
-
-
-def _cmd_report(args) -> int:
-    res = build_report(args.out, quick=args.quick, sections=args.sections, progress=not args.quiet)
-    print(f"report: {res.html} ({res.seconds:.0f} s); tables and summary.json in {res.html.parent}")
-    if not res.ok:
-        print("some checks did not come out as expected: see summary.json")
-        return 3
-    return 0
-
-
-def add_report_parser(subparsers) -> None:
-    """Add ``spectheory report`` to the command's sub-parsers."""
-    r = subparsers.add_parser(
-        "report",
-        help="the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)",
-        description=(
-            "Records (or reuses) the default trace of SmolLM2-135M-Instruct and its drafts, "
-            "replays it through every verifier and the optimal bound, checks every verifier's "
-            "losslessness, reproduces the papers, and writes report.html, summary.json and CSV "
-            "tables. Exit code 3 if a check does not come out as expected."
-        ),
-    )
-    r.add_argument("--out", default="spectheory-report", help="output folder")
-    r.add_argument("--quick", action="store_true", help="small trace, fewer trials (minutes)")
-    r.add_argument("--sections", nargs="+", choices=list(SECTIONS), help="run only these")
-    r.add_argument("--quiet", action="store_true", help="no progress output")
-    r.set_defaults(func=_cmd_report)

@@ -1,0 +1,44 @@
+"""The grid options (``--n``, ``--temperatures``, ...) of ``replay`` and ``sweep``.
+
+Generated from :class:`spectheory.sim.sweeps.SweepGrid`, so each default is
+written once, in the dataclass.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import dataclass_options, nonnegative_float, positive_int, settings_from_args
+
+FIELDS = ("drafts", "temperatures", "ns", "samplings", "verifiers", "trials")
+
+
+def add_grid_options(parser, drafts_flag: str = "--drafts") -> None:
+    """Add the :class:`~spectheory.sim.sweeps.SweepGrid` options to ``parser``."""
+    from ..sim.sweeps import SweepGrid
+
+    group = parser.add_argument_group("grid (spectheory.sim.SweepGrid)")
+    dataclass_options(
+        group, SweepGrid, FIELDS,
+        types={"drafts": str, "temperatures": nonnegative_float, "ns": positive_int,
+               "samplings": str, "verifiers": str, "trials": positive_int},
+        flags={"drafts": drafts_flag, "ns": "--n"},
+    )  # fmt: skip
+    # nargs: every field but trials is a sequence
+    for action in group._group_actions:
+        if action.dest != "trials":
+            action.nargs = "+"
+
+
+def grid_from_args(args):
+    """The :class:`~spectheory.sim.sweeps.SweepGrid` of the parsed options.
+
+    ``--samplings all`` (kept from earlier versions) means every draft law,
+    the dataclass default.
+    """
+    from ..sim.sweeps import SweepGrid
+
+    given = dict(vars(args))
+    if given.get("samplings") == ["all"]:
+        del given["samplings"]
+    return settings_from_args(SweepGrid, argparse.Namespace(**given))

@@ -1,0 +1,234 @@
+"""``spectheory check VERIFIER``: test a verifier's losslessness by sampling.
+
+``VERIFIER`` is a registry name, ``package.module:function`` (the current
+folder is importable, as with ``python -m``) or ``bug:NAME`` (the bug zoo).
+Exit code 0: consistent with lossless; 3: lossy at the stated false-alarm rate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+
+from ._common import (
+    ExitCode,
+    existing_path,
+    given_kwargs,
+    id_list,
+    nonnegative_float,
+    positive_int,
+    probability,
+    signature_options,
+    usage_error,
+)
+from ._recording import FIELDS as RECORDING_FIELDS
+from ._recording import add_recording_options, load_or_record
+
+HELP = "test a verifier's losslessness (registry name, module:function or bug:NAME)"
+
+#: The trace draft checked against unless ``--on`` names another.
+DEFAULT_ON = "exit:25"
+#: Informative trace positions chosen by rule unless ``--rows``/``--positions`` say otherwise.
+DEFAULT_ROWS = 4
+#: Options that only apply to trace positions (not to ``--target``/``--draft``).
+_TRACE_ONLY = ("trace", "on", "positions", "rows", "check_temperature")
+
+
+def add_parser(subparsers):
+    """Register ``spectheory check``."""
+    from ..sim.check import check_lossless
+
+    ck = subparsers.add_parser(
+        "check",
+        help=HELP,
+        description=(
+            "Samples the verifier many times per row and tests its outputs against the target "
+            "(chi-square per row, pooled randomised PIT, acceptance above the optimal bound). "
+            "Rows: --target/--draft numbers, or real trace positions (a saved --trace, else the "
+            "trace of the recording options, recorded or reused). Exit code 0: consistent with "
+            "lossless; 3: lossy at the stated false-alarm rate."
+        ),
+    )
+    ck.add_argument("verifier", help="registry name, 'package.module:function' or 'bug:NAME'")
+    ck.add_argument("--n", type=positive_int, default=None,
+                    help="number of drafts (default: the bug's, else check_lossless's)",
+                    )  # fmt: skip
+    ck.add_argument("--sampling", default=None,
+                    help="draft law (default: the verifier's first, else check_lossless's)",
+                    )  # fmt: skip
+    ck.add_argument("--target", default="", help="p, comma-separated (instead of a trace)")
+    ck.add_argument("--draft", default="", help="q, comma-separated (with --target; default p)")
+    ck.add_argument("--trace", type=existing_path, default=argparse_suppress(),
+                    help="a saved trace file")  # fmt: skip
+    add_recording_options(ck)
+    ck.add_argument("--on", default=argparse_suppress(),
+                    help=f"the trace's draft to check against (default {DEFAULT_ON})")  # fmt: skip
+    ck.add_argument("--positions", type=id_list, default=argparse_suppress(),
+                    help="trace positions, e.g. '0-3,9'")  # fmt: skip
+    ck.add_argument("--rows", type=positive_int, default=argparse_suppress(),
+                    help=f"informative positions chosen by rule (default {DEFAULT_ROWS})",
+                    )  # fmt: skip
+    signature_options(ck, check_lossless, {
+        "temperature": ("--check-temperature", nonnegative_float,
+                        "temperature applied to the trace's logits", "check_temperature"),
+        "trials": ("--trials", positive_int, "trials per row"),
+        "alpha": ("--alpha", probability, "false-alarm rate"),
+    })  # fmt: skip
+    # --seed (a recording option) also seeds the checker, as it always has
+    ck.add_argument("--json", action="store_true", help="print JSON")
+    ck.set_defaults(run=run)
+    return ck
+
+
+def argparse_suppress():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+@contextlib.contextmanager
+def _cwd_importable():
+    """The current folder first on ``sys.path`` while importing, as ``python -m`` does."""
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def load_callable(spec):
+    """``"package.module:function"`` -> ``(function, None, None)``; ``"bug:NAME"`` -> zoo entry.
+
+    Raises
+    ------
+    InvalidParameterError
+        Unknown bug, a module or attribute that cannot be imported, an object
+        that is not callable or cannot take a verifier's four arguments.
+    """
+    import importlib
+    import inspect
+
+    from ..sim.bugzoo import BUGS
+
+    if spec.startswith("bug:"):
+        if spec[4:] not in BUGS:
+            raise usage_error(f"unknown bug {spec[4:]!r}; known: {', '.join(BUGS)}")
+        return BUGS[spec[4:]]
+    module, _, name = spec.partition(":")
+    try:
+        with _cwd_importable():
+            fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise usage_error(f"verifier {spec!r} cannot be imported: {exc}") from None
+    if not callable(fn):
+        raise usage_error(f"verifier {spec!r} is not a function; got {type(fn).__name__}")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have no signature: let the call decide
+        return fn, None, None
+    try:
+        sig.bind(None, None, None, None)
+    except TypeError:
+        raise usage_error(
+            f"verifier {spec!r} must take four arguments, (target, draft, drafts, rng) or "
+            f"(p, q, drafts, coins); its signature is {sig}"
+        ) from None
+    return fn, None, None
+
+
+def _resolve_verifier(args):
+    """(verifier, n or None, law or None) from the positional argument and --n/--sampling."""
+    from ..verifiers import REGISTRY
+
+    n, law = args.n, args.sampling
+    if args.verifier in REGISTRY:
+        return args.verifier, n, law or REGISTRY[args.verifier].samplings[0]
+    if ":" in args.verifier:
+        verifier, n0, law0 = load_callable(args.verifier)
+        return verifier, n if n is not None else n0, law or law0
+    raise usage_error(
+        f"verifier must be a registry name ({', '.join(REGISTRY)}), 'module:function' or "
+        f"'bug:NAME'; got {args.verifier!r}"
+    )
+
+
+def _check_rows(args):
+    """Which rows: --target/--draft numbers, or trace positions; refuse mixed options."""
+    given = vars(args)
+    if args.draft and not args.target:
+        raise usage_error("--draft needs --target (a trace has its own drafts; see --on)")
+    if args.target:
+        mixed = [o for o in (*_TRACE_ONLY, *RECORDING_FIELDS) if o in given and o != "seed"]
+        if mixed:
+            flags = ", ".join("--" + o.replace("_", "-") for o in mixed)
+            raise usage_error(f"{flags} cannot be combined with --target (they select trace rows)")
+
+
+def run(args) -> int:
+    import inspect
+
+    import numpy as np
+
+    from .._validate import check_choice
+    from ..drafting import SAMPLINGS
+    from ..sim.check import check_lossless
+    from .bound import numbers
+
+    _check_rows(args)
+    verifier, n, law = _resolve_verifier(args)
+    defaults = inspect.signature(check_lossless).parameters
+    n = defaults["n"].default if n is None else n
+    law = law or defaults["sampling"].default  # None: the verifier's own default
+    common = dict(n=n, **given_kwargs(args, ("trials", "alpha")))
+    if law is not None:
+        common["sampling"] = check_choice(law, "--sampling", SAMPLINGS)
+    if "seed" in vars(args):  # the checker's seed keyword: rng (seed in older versions)
+        common["rng" if "rng" in defaults else "seed"] = args.seed
+    if args.target:
+        where = f"p = {args.target}, q = {args.draft or args.target}"
+        target = numbers(args.target, "--target", False)
+        draft = numbers(args.draft or args.target, "--draft", False)
+        report = check_lossless(verifier, target, draft, **common)
+    else:
+        from ..distributions import process_logits
+        from ..report import informative_rows
+
+        trace = load_or_record(args)
+        on = vars(args).get("on", DEFAULT_ON)
+        if on not in trace.drafts:
+            raise usage_error(f"--on must be one of the trace's drafts {trace.drafts}; got {on!r}")
+        temperature = vars(args).get("check_temperature", defaults["temperature"].default)
+        if "positions" in vars(args):
+            rows = np.array(args.positions)
+            bad = rows[rows >= trace.num_positions]
+            if bad.size:
+                raise usage_error(
+                    f"--positions must be in 0-{trace.num_positions - 1} (the trace's positions); "
+                    f"got {bad.tolist()}"
+                )
+        else:
+            p = process_logits(trace.target_logits.astype(np.float64), temperature)
+            q = process_logits(trace.draft_logits(on), temperature)
+            rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS))
+        where = f"trace positions {rows.tolist()} with draft {on}"
+        report = check_lossless(verifier, trace, on, rows=rows, temperature=temperature, **common)
+    if args.json:
+        fields = ("verifier", "lossy", "verdict", "p_value", "alpha", "impossible_outputs",
+                  "acceptance", "acceptance_interval", "bound", "exceeds_bound", "detectable_tv",
+                  "rows", "trials")  # fmt: skip
+        print(json.dumps({k: getattr(report, k) for k in fields}, indent=2, default=float))
+    else:
+        law = law or getattr(report, "sampling", None) or "default draft law"
+        print(f"{report.verifier} (n = {n}, {law}) on {where}:")
+        print(f"  {report.verdict}")
+        print(f"  p-value {report.p_value:.3g} (false-alarm rate {report.alpha:g}); acceptance "
+              f"{report.acceptance:.4f} in [{report.acceptance_interval[0]:.4f}, "
+              f"{report.acceptance_interval[1]:.4f}], bound {report.bound:.4f}")  # fmt: skip
+        print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
+    return ExitCode.CHECK_FAILED if report.lossy else ExitCode.OK

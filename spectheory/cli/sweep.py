@@ -1,0 +1,121 @@
+"""``spectheory sweep``: a sharded trace through a grid of configurations, on Dask."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+from ._common import (
+    ExitCode,
+    existing_path,
+    given_kwargs,
+    nonnegative_int,
+    positive_int,
+    signature_options,
+)
+from ._grid import add_grid_options, grid_from_args
+
+HELP = "replay a sharded trace through a grid of configurations on Dask"
+
+#: The named schedulers of :func:`spectheory.sim.sweeps.sweep` (else an address).
+SCHEDULERS = ("serial", "threads", "local")
+_ADDRESS = re.compile(r"^[a-z][a-z0-9+]*://\S+$")
+
+
+def scheduler(text: str) -> str:
+    """'serial', 'threads', 'local' or a scheduler address such as ``tcp://host:8786``.
+
+    >>> scheduler("tcp://10.0.0.1:8786")
+    'tcp://10.0.0.1:8786'
+    >>> scheduler("bogus")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be 'serial', 'threads' or 'local' or an address ...
+    """
+    if text in SCHEDULERS or _ADDRESS.match(text):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"must be {', '.join(map(repr, SCHEDULERS[:-1]))} or {SCHEDULERS[-1]!r} or an address "
+        f"such as tcp://host:8786; got {text!r}"
+    )
+
+
+def add_parser(subparsers):
+    """Register ``spectheory sweep``."""
+    from ..sim.sweeps import sweep
+
+    s = subparsers.add_parser(
+        "sweep",
+        help=HELP,
+        description=(
+            "Replays every shard of a sharded trace (spectheory trace shard) through every "
+            "(draft, temperature, n, draft law) with the chosen verifiers, on Dask (in-process, "
+            "a local cluster or a scheduler address), and writes one tidy CSV table. Finished "
+            "pieces are cached, so an interrupted sweep resumes."
+        ),
+    )
+    s.add_argument("--shards", type=existing_path, required=True,
+                   help="folder of a sharded trace")  # fmt: skip
+    add_grid_options(s)
+    signature_options(s, sweep, {
+        "seed": ("--seed", nonnegative_int, "base seed of every random stream"),
+        "local_workers": ("--workers", positive_int, "workers of --scheduler local"),
+        "retries": ("--retries", nonnegative_int, "retries of a failing task"),
+        "chunk": ("--chunk", positive_int, "positions processed together"),
+    })  # fmt: skip
+    s.add_argument(
+        "--scheduler",
+        type=scheduler,
+        default="serial",
+        help="'serial' (in-process, the default), 'threads', 'local' (a local Dask cluster) "
+        "or a scheduler address such as tcp://host:8786",
+    )
+    s.add_argument(
+        "--cache-dir",
+        default="",
+        help="folder of finished pieces (default $SPECTHEORY_CACHE_DIR/sweeps); "
+        "must be visible to the workers",
+    )
+    s.add_argument("--no-cache", action="store_true", help="neither reuse nor store pieces")
+    s.add_argument(
+        "--bounds-only", action="store_true", help="only the optimal acceptance (no simulation)"
+    )
+    s.add_argument("--out", default="sweep.csv", help="CSV output path (default %(default)s)")
+    s.set_defaults(run=run)
+    return s
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from ..lm import cache_dir as default_cache
+    from ..sim.sweeps import BOUND_COLUMNS, SWEEP_COLUMNS, sweep, sweep_bounds, write_table
+
+    grid = grid_from_args(args)
+    cache = None if args.no_cache else (args.cache_dir or default_cache() / "sweeps")
+    t0 = time.perf_counter()
+    common = dict(
+        scheduler=None if args.scheduler == "serial" else args.scheduler,
+        cache_dir=cache,
+        progress=not args.quiet,
+        **given_kwargs(args, ("local_workers", "retries", "chunk")),
+    )
+    if args.bounds_only:
+        table = sweep_bounds(args.shards, grid, **common)
+        path = write_table(table, args.out, BOUND_COLUMNS)
+    else:
+        table = sweep(args.shards, grid, **given_kwargs(args, ("seed",)), **common)
+        path = write_table(table, args.out, SWEEP_COLUMNS)
+    seconds = time.perf_counter() - t0
+    groups: dict = {}
+    for r in table:
+        key = (r["draft"], r["temperature"], r["n"], r["sampling"], r.get("verifier", "-"))
+        groups.setdefault(key, []).append(r)
+    print(f"{'draft':<9}{'T':>5}{'n':>3} {'law':<20}{'verifier':<9}{'bound':>7}{'mc':>7}")
+    for (d, t, n, law, v), rows in groups.items():
+        b = np.mean([r["bound"] for r in rows])
+        mc = f"{np.mean([r['mc'] for r in rows]):7.3f}" if "mc" in rows[0] else f"{'-':>7}"
+        print(f"{d:<9}{t:>5}{n:>3} {law:<20}{v:<9}{b:7.3f}{mc}")
+    print(f"{len(table)} rows in {seconds:.1f} s -> {path}")
+    return ExitCode.OK
