@@ -6,6 +6,11 @@ r"""The torch backend: batched verifiers and fused Triton kernels, on CPU and CU
     names and semantics and the coins protocol's uniforms
     (:func:`verifier_uniforms` per row), so that it returns the reference's
     tokens for the same uniforms.
+:func:`bound`
+    The optimal multi-draft acceptance on (B, V) tensors, differentiable
+    (envelope-theorem gradient), equal to :func:`spectheory.bound`;
+    :func:`draft_loss` turns it (and KL, ``-log sum min(p, q)``) into draft
+    training losses.
 :func:`chain_speculative_sampling`
     One round of chain speculative sampling per row, with the semantics of
     FlashInfer's kernel of that name: plain torch, or one fused Triton kernel.
@@ -24,6 +29,7 @@ This package needs torch (``pip install 'spectheory[torch]'``); triton is
 needed only for ``backend="triton"``.
 """
 
+from .bound import bound
 from .chain import ChainSamplingResult, chain_speculative_sampling
 from .live import (
     AdapterDraft,
@@ -37,6 +43,7 @@ from .live import (
     speculative_generate,
     target_generate,
 )
+from .losses import draft_loss
 from .multidraft import recursive_rejection_sampling
 from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_uniforms, verify
 
@@ -49,8 +56,10 @@ __all__ = [
     "LiveLosslessReport",
     "LiveResult",
     "TorchVerification",
+    "bound",
     "chain_speculative_sampling",
     "chat_prompt_ids",
+    "draft_loss",
     "check_live_lossless",
     "kseq_rho",
     "make_draft",

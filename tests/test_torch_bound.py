@@ -1,0 +1,191 @@
+"""spectheory.torch.bound and spectheory.torch.losses against the numpy solver.
+
+Oracles: values against :func:`spectheory.solve_bound` (itself certified against
+LP, max-flow and enumeration in test_bound.py); gradients against central
+finite differences of the numpy solver through a softmax parametrisation, at
+points where the optimal set does not change within the step (checked).
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import spectheory as st  # noqa: E402
+from spectheory._errors import InvalidDistributionError, InvalidParameterError  # noqa: E402
+from spectheory.drafting import draft_set_probability  # noqa: E402
+from spectheory.torch.bound import bound, wor_outside_probability  # noqa: E402
+from spectheory.torch.losses import draft_loss, parse_loss  # noqa: E402
+
+LAWS = ("iid", "without_replacement", "greedy")
+
+
+def _rows(rng, B, V, peaked=False):
+    conc = 0.2 if peaked else 1.0
+    p = rng.dirichlet(np.full(V, conc), size=B)
+    z = rng.normal(size=(B, V)) * (3.0 if peaked else 1.0)
+    return p, z
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("sampling", LAWS)
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_value_equals_numpy_bound(sampling, n):
+    rng = np.random.default_rng(100 + n)
+    for V, peaked in [(6, False), (40, True), (300, False)]:
+        p, z = _rows(rng, 4, V, peaked)
+        q = _softmax(z)
+        want = st.bound(p, q, n, sampling)
+        got = bound(torch.tensor(p), torch.tensor(q), n, sampling).numpy()
+        # float64 sums of the same terms in another order (i.i.d., greedy) or an
+        # independent quadrature of Q(H) (without replacement, both below 1e-12).
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-11)
+
+
+def test_one_row_gives_a_scalar():
+    p = torch.tensor([0.3, 0.4, 0.3], dtype=torch.float64)
+    q = torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)
+    a = bound(p, q, 2, "without_replacement")
+    assert a.shape == ()
+    assert abs(float(a) - 139 / 140) < 1e-13  # docs/theory.md §8.1
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_wor_outside_probability_against_enumeration(n):
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        V = int(rng.integers(n + 1, 7))
+        q = rng.dirichlet(np.full(V, 0.5))
+        members = rng.random(V) < 0.6
+        want = 1.0 - draft_set_probability(q, np.flatnonzero(members), n, "without_replacement")
+        got = wor_outside_probability(torch.tensor(q[None]), torch.tensor(members[None]), n)
+        assert abs(float(got[0]) - want) < 1e-13, (q, members)
+
+
+def test_wor_outside_probability_tiny_outside_mass():
+    # Outside mass 1e-200: the rescaled grid still integrates the rare escape.
+    q = np.array([0.5, 0.5 - 1e-200, 1e-200])
+    q = q / q.sum()
+    H = np.array([True, True, False])
+    got = float(wor_outside_probability(torch.tensor(q[None]), torch.tensor(H[None]), 2)[0])
+    # 1 - Q(H) = P(token c among 2 draws) = q_c (1 + sum_j q_j / (1 - q_j)) to first order in q_c.
+    want = 1e-200 * (1 + 0.5 / 0.5 + 0.5 / 0.5)
+    assert abs(got - want) <= 1e-12 * want
+
+
+def _fd_check(p, z, n, sampling, wrt):
+    """Central differences of the numpy bound in the logits of ``wrt``."""
+    pt = torch.tensor(np.log(p), requires_grad=True)
+    zt = torch.tensor(z, requires_grad=True)
+    a = bound(torch.softmax(pt, -1), torch.softmax(zt, -1), n, sampling)
+    a.backward()
+    grad = (pt if wrt == "target" else zt).grad.numpy()
+    base = np.log(p) if wrt == "target" else z
+    h = 1e-5
+    cert0 = st.solve_bound(p, _softmax(z), n, sampling).certificate
+    for i in range(base.size):
+        vals = []
+        for s in (+1, -1):
+            x = base.copy()
+            x[i] += s * h
+            pp, qq = (_softmax(x), _softmax(z)) if wrt == "target" else (p, _softmax(x))
+            r = st.solve_bound(pp, qq, n, sampling)
+            assert (r.certificate == cert0).all(), "the optimal set moved within the step"
+            vals.append(r.value)
+        fd = (vals[0] - vals[1]) / (2 * h)
+        # Truncation O(h^2) ~ 1e-10, rounding ~1e-12 / h ~ 1e-7 for the quadrature.
+        assert abs(grad[i] - fd) <= 1e-6 + 1e-5 * abs(fd), (wrt, i, grad[i], fd)
+
+
+@pytest.mark.parametrize("sampling", LAWS)
+@pytest.mark.parametrize("wrt", ["draft", "target"])
+def test_gradient_matches_finite_differences(sampling, wrt):
+    rng = np.random.default_rng(11)
+    for n, V in [(2, 5), (3, 8)]:
+        p, z = _rows(rng, 1, V)
+        _fd_check(p[0], z[0], n, sampling, wrt)
+
+
+def test_gradient_is_tangent_to_the_simplex():
+    rng = np.random.default_rng(3)
+    p, z = _rows(rng, 3, 9)
+    for sampling in LAWS:
+        q = torch.tensor(_softmax(z), requires_grad=True)
+        bound(torch.tensor(p), q, 3, sampling).sum().backward()
+        np.testing.assert_allclose((q.grad * q.detach()).sum(-1).numpy(), 0.0, rtol=0, atol=1e-12)
+
+
+def test_bad_input_is_refused_by_name():
+    p = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    with pytest.raises(InvalidDistributionError, match="draft"):
+        bound(p, torch.tensor([0.7, 0.7], dtype=torch.float64), 1)
+    with pytest.raises(InvalidParameterError, match=r"target must be a torch\.Tensor"):
+        bound([0.5, 0.5], p, 1)
+    with pytest.raises(InvalidParameterError, match="sampling"):
+        bound(p, p, 1, "bogus")
+    with pytest.raises(InvalidParameterError, match="n"):
+        bound(p, p, 0)
+    one_hot = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    with pytest.raises(InvalidParameterError, match="positive probability"):
+        bound(p, one_hot, 2, "without_replacement")
+
+
+def test_parse_loss():
+    assert parse_loss("kl") == {"kl": 1.0}
+    assert parse_loss({"tv": 2, "alpha:3:without_replacement": 0.5}) == {
+        "tv": 2.0,
+        "alpha:3:without_replacement": 0.5,
+    }
+    for bad in ["bogus", "alpha:0:iid", "alpha:2:bogus", "x*kl", "0*kl", {"kl": -1.0}, {}]:
+        with pytest.raises(InvalidParameterError):
+            parse_loss(bad)
+
+
+def test_losses_equal_their_definitions():
+    rng = np.random.default_rng(5)
+    p, z = _rows(rng, 4, 12)
+    q = _softmax(z)
+    zt = torch.tensor(z)
+    pt = torch.tensor(p)
+    kl = np.sum(p * (np.log(p) - np.log(q)), axis=1).mean()
+    tv = (-np.log(np.minimum(p, q).sum(axis=1))).mean()
+    for spec, want in [
+        ("kl", kl),
+        ("tv", tv),
+        ("alpha:1:iid", tv),  # one draft: alpha* = sum min(p, q)
+        ("alpha:4:iid", (-np.log(st.bound(p, q, 4))).mean()),
+        ("0.5*kl+2*tv", 0.5 * kl + 2 * tv),
+    ]:
+        got = float(draft_loss(spec, pt, zt))
+        assert abs(got - want) <= 1e-11 * max(1.0, abs(want)), spec
+
+
+@pytest.mark.parametrize("spec", ["tv", "alpha:2:iid", "alpha:2:without_replacement", "kl"])
+def test_a_small_gradient_step_lowers_the_loss(spec):
+    rng = np.random.default_rng(9)
+    p, z = _rows(rng, 3, 10)
+    pt = torch.tensor(p)
+    zt = torch.tensor(z, requires_grad=True)
+    loss = draft_loss(spec, pt, zt)
+    loss.backward()
+    with torch.no_grad():
+        stepped = zt - 1e-3 * zt.grad
+    assert float(draft_loss(spec, pt, stepped)) < float(loss.detach())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_equals_cpu():
+    rng = np.random.default_rng(13)
+    p, z = _rows(rng, 8, 2000, peaked=True)
+    q = _softmax(z)
+    for sampling, n in itertools.product(LAWS, (2, 4)):
+        cpu = bound(torch.tensor(p), torch.tensor(q), n, sampling)
+        gpu = bound(torch.tensor(p).cuda(), torch.tensor(q).cuda(), n, sampling).cpu()
+        np.testing.assert_allclose(gpu.numpy(), cpu.numpy(), rtol=0, atol=1e-11)
