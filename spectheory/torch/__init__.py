@@ -49,8 +49,8 @@ from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_un
 
 __all__ = [
     "TORCH_VERIFIERS",
-    "ChainSamplingResult",
     "AdapterDraft",
+    "ChainSamplingResult",
     "EarlyExitDraft",
     "LiveDraft",
     "LiveLosslessReport",
@@ -59,8 +59,8 @@ __all__ = [
     "bound",
     "chain_speculative_sampling",
     "chat_prompt_ids",
-    "draft_loss",
     "check_live_lossless",
+    "draft_loss",
     "kseq_rho",
     "make_draft",
     "recursive_rejection_sampling",
