@@ -44,8 +44,15 @@ def residual(r, q):
 
 
 def accept_prob(num, den):
-    """:math:`\\min(1, \\text{num}/\\text{den})`; 1 when ``den`` is 0 (a zero-probability case)."""
+    """:math:`\\min(1, \\text{num}/\\text{den})`; 0 when ``den`` is 0.
+
+    ``den`` is the draft's probability of the drafted token (times a constant):
+    a token the draft gives probability 0 cannot have been drafted, so it is
+    rejected, whatever the target says (as vLLM and FlashInfer do; accepting
+    it would emit a token of target probability 0 when ``num`` is 0 too).
+    """
     if den > 0:
-        ratio = num / den
-        return ratio if ratio < 1 else 1 + 0 * ratio
-    return 1 + 0 * num
+        if num >= den:  # compare first: num / den overflows for den ~ 1e-310
+            return 1 + 0 * num
+        return num / den
+    return 0 * num

@@ -63,7 +63,7 @@ from scipy.sparse import coo_matrix
 
 from .._errors import InstanceTooLargeError, SolverError
 from ..drafting import set_law_row
-from ._ops import accept_prob, positive_part, residual
+from ._ops import accept_prob, normalise_or, positive_part, residual
 
 __all__ = ["MAX_PAIRS", "khisti", "optimal_lp", "transport_plan"]
 
@@ -134,8 +134,11 @@ def _plan_cached(p_key, q_key, n, sampling, exact):
         for y in c:
             select[ci, y] = select[ci, y] + row_left[ci] / len(c)
     r_beta = select.sum(axis=0)
-    conditional = {c: full[ci] / law[c] for ci, c in enumerate(classes)}
-    selection = {c: select[ci] / law[c] for ci, c in enumerate(classes)}
+    # Rows normalised by their own sums (equal to law[c] in exact arithmetic):
+    # a class whose float probability underflows (q ~ 1e-300 squared) is never
+    # drawn, and dividing by law[c] there gave 0/0.
+    conditional = {c: normalise_or(full[ci], p) for ci, c in enumerate(classes)}
+    selection = {c: normalise_or(select[ci], p) for ci, c in enumerate(classes)}
     return conditional, selection, r_beta
 
 

@@ -1,0 +1,58 @@
+"""Issue 22 regressions: exact verifiers and laws at the edges of float64.
+
+Each test is named after the defect it pins (issue 22, items 3 and 4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+
+LOSSLESS = ("sd", "rrs", "rrs_wor", "kseq", "spechub", "greedy", "nss", "naive", "khisti",
+            "optimal_lp")
+# Output laws are sums of a handful of products of probabilities: a few ulp.
+LAW_TOL = 1e-14
+
+
+def _n(verifier):
+    return 1 if verifier == "sd" else 2
+
+
+@pytest.mark.parametrize("verifier", LOSSLESS)
+@pytest.mark.parametrize("tiny", [5e-324, 1e-310, 1e-300])
+def test_issue22_verifiers_where_p_over_q_overflows(verifier, tiny):
+    # acceptance("sd", [.5, .5], [1e-310, 1 - 1e-310]) raised "bernoulli prob nan";
+    # khisti and optimal_lp failed already at 1e-300 (class probabilities 0/0).
+    p, q = np.array([0.5, 0.5]), np.array([tiny, 1 - tiny])
+    n = _n(verifier)
+    out = stt.output_distribution(verifier, p, q, n=n)
+    np.testing.assert_allclose(out, p, rtol=0, atol=LAW_TOL)
+    acc = stt.acceptance(verifier, p, q, n=n)
+    assert 0.0 <= acc <= 1.0
+    sampling = "greedy" if verifier in ("spechub", "greedy") else (
+        "without_replacement" if verifier in ("rrs_wor", "nss") else "iid")
+    assert acc <= stt.bound(p, q, n, sampling) + 1e-12
+
+
+@pytest.mark.parametrize("verifier", ["rrs_wor", "nss"])
+def test_issue22_wor_verifiers_on_a_peaked_draft_stay_lossless_and_below_the_bound(verifier):
+    # q_max = 1 - 1e-12: the law summed to 1.0000221 and acceptance exceeded the bound.
+    q = np.array([1 - 1e-12, 4e-13, 3e-13, 2e-13, 1e-13])
+    q /= q.sum()
+    p = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
+    out = stt.output_distribution(verifier, p, q, n=3)
+    np.testing.assert_allclose(out, p, rtol=0, atol=LAW_TOL)
+    assert stt.acceptance(verifier, p, q, n=3) <= stt.bound(p, q, 3, "without_replacement") + 1e-12
+
+
+def test_issue22_accept_prob_compares_before_dividing():
+    from fractions import Fraction
+
+    from spectheory.verifiers._ops import accept_prob
+
+    assert accept_prob(0.5, 1e-310) == 1.0
+    assert accept_prob(1e-310, 0.5) == 1e-310 / 0.5
+    assert accept_prob(Fraction(1, 3), Fraction(1, 2)) == Fraction(2, 3)
+    assert accept_prob(Fraction(1, 2), Fraction(1, 3)) == 1
