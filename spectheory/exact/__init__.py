@@ -1,7 +1,10 @@
 """Exact output laws and acceptances of any verifier, by enumeration, and the closed forms.
 
 :func:`output_distribution` and :func:`acceptance` enumerate every draft tuple
-and every coin of the verifier's own code (docs/theory.md §7.1).  The closed forms of
+and every coin of the verifier's own code (docs/theory.md §7.1), for
+vocabularies small enough (:data:`MAX_CALLS`); above that :func:`acceptance`
+uses the verifier's closed form where it has one and both refuse otherwise.
+The closed forms take single rows (V,) or batches (B, V) (one value per row).  The closed forms of
 docs/theory.md §3.0 (:data:`CLOSED_FORMS`) are an independent check.
 """
 
@@ -14,22 +17,17 @@ from ..verifiers._closed_forms import (
     sd_acceptance,
     spechub_acceptance,
 )
-from ._law import acceptance, exact_row, output_distribution
+from ..verifiers._registry import REGISTRY, builtin_names
+from ._law import MAX_CALLS, acceptance, exact_row, output_distribution
 from ._tuples import ordered_draft_law
 
-#: Closed-form acceptance by verifier name (docs/theory.md §3.0).
-CLOSED_FORMS = {
-    "sd": sd_acceptance,
-    "rrs": rrs_acceptance,
-    "kseq": kseq_acceptance,
-    "spechub": spechub_acceptance,
-    "greedy": greedy_acceptance,
-    "nss": nss_acceptance,
-    "naive": naive_acceptance,
-}
+#: Closed-form acceptance of the built-in verifiers by name (docs/theory.md §3.0),
+#: read from the registry (each record's ``closed_form``).
+CLOSED_FORMS = {name: REGISTRY[name].closed_form for name in builtin_names("closed_form")}
 
 __all__ = [
     "CLOSED_FORMS",
+    "MAX_CALLS",
     "acceptance",
     "exact_row",
     "greedy_acceptance",

@@ -11,30 +11,98 @@ verifier flips (:func:`spectheory.coins.enumerate_outcomes`),
 
 The code enumerated is the code that samples.  Fraction inputs give exact
 rational laws: a lossless verifier's law then equals the target exactly.
+
+Size
+----
+Enumeration runs the verifier once per leaf of its coin tree per draft
+tuple: about :math:`s^n (n + V)` runs for i.i.d. drafts over a support of
+``s`` tokens, exponential in ``n``.  Above :data:`MAX_CALLS` estimated runs it
+is refused up front (and a coin tree that turns out bigger is stopped there):
+:func:`acceptance` then uses the verifier's closed form where it has one
+(docs/theory.md §3.0), and otherwise both functions raise
+:class:`~spectheory.InstanceTooLargeError` naming the Monte Carlo tools to use
+instead (:func:`spectheory.simulate`, :func:`spectheory.check_lossless`,
+:func:`spectheory.sim.replay.replay`).  Only coins-protocol verifiers can be
+enumerated: a black-box ``fn(target, draft, drafts, rng)`` draws from a numpy
+Generator whose branches cannot be followed, and is refused with a clear error.
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
+from .._errors import InstanceTooLargeError, InvalidParameterError
 from ..coins import enumerate_outcomes
+from ..drafting import greedy_split
 from ..verifiers._api import check_instance
 from ._tuples import ordered_draft_law
 
-__all__ = ["acceptance", "exact_row", "output_distribution"]
+__all__ = ["MAX_CALLS", "acceptance", "exact_row", "output_distribution"]
+
+#: Most verifier runs (draft tuples x coin-tree leaves) one exact row may take:
+#: a few seconds of float64 work at small V.
+MAX_CALLS = 200_000
 
 
-def exact_row(function, p, q, n, sampling):
+def _log_tuples(q, n, sampling) -> float:
+    """log of the number of draft tuples of positive probability (no big integers)."""
+    s = int(np.count_nonzero(q != 0))
+    if sampling == "greedy":
+        return math.log(max(1, int(np.count_nonzero(greedy_split(q, n)[1] != 0))))
+    if sampling == "iid":
+        return n * math.log(max(s, 1))
+    if n > s:
+        return -math.inf
+    return math.lgamma(s + 1) - math.lgamma(s - n + 1)  # s! / (s - n)!
+
+
+def estimated_calls(q, n, sampling) -> float:
+    """Estimated verifier runs to enumerate one row: tuples x (n + V) coin-tree leaves."""
+    log = _log_tuples(q, n, sampling) + math.log(n + q.shape[0])
+    return math.exp(min(log, 700.0))
+
+
+def _too_large(v, V, n, sampling, calls, closed):
+    tail = (
+        f"its closed form spectheory.exact.CLOSED_FORMS[{v.name!r}] gives the acceptance; "
+        if closed
+        else ""
+    )
+    return InstanceTooLargeError(
+        f"exact enumeration of verifier {v.name!r} at V = {V}, n = {n}, sampling={sampling!r} "
+        f"would take about {calls:.3g} verifier runs (limit spectheory.exact.MAX_CALLS = "
+        f"{MAX_CALLS}); {tail}use the Monte Carlo tools instead: spectheory.simulate, "
+        "spectheory.check_lossless, or spectheory.sim.replay.replay for a trace"
+    )
+
+
+def _require_coins(v):
+    if v.protocol != "coins":
+        raise InvalidParameterError(
+            f"verifier {v.name!r} is a black box fn(target, draft, drafts, rng): it draws from a "
+            "numpy Generator whose branches cannot be enumerated, so it has no exact law; write "
+            "it on the coins protocol fn(p, q, drafts, coins, *, sampling) (spectheory.coins), or "
+            "test it statistically with spectheory.check_lossless"
+        )
+
+
+def exact_row(function, p, q, n, sampling, *, max_calls=MAX_CALLS):
     """Law of ``y`` (ndarray (V,)) and membership acceptance for one checked row.
 
     ``function`` is a verifier function ``fn(p, q, drafts, coins, *, sampling)``
-    (registered or not, e.g. a deliberately biased variant in a test).
+    (registered or not, e.g. a deliberately biased variant in a test).  At most
+    ``max_calls`` runs of it (:class:`~spectheory.InstanceTooLargeError` beyond).
     """
     zero = 0 * p[0]
     law = np.full(p.shape[0], zero, dtype=p.dtype)
     acc = zero
+    used = 0
     for drafts, weight in ordered_draft_law(q, n, sampling):
-        cond = enumerate_outcomes(lambda c, d=drafts: function(p, q, d, c, sampling=sampling))
+        cond, runs = _enumerate(function, p, q, drafts, sampling, max_calls - used)
+        used += runs
         members = set(drafts)
         for y, w in cond.items():
             law[y] = law[y] + weight * w
@@ -43,9 +111,47 @@ def exact_row(function, p, q, n, sampling):
     return law, acc
 
 
-def _run(verifier, target, draft, n, sampling):
+def _enumerate(function, p, q, drafts, sampling, budget):
+    """Conditional law of ``y`` given ``drafts``, and the runs it took (at most ``budget``)."""
+    runs = 0
+
+    def run(coins):
+        nonlocal runs
+        runs += 1
+        y = function(p, q, drafts, coins, sampling=sampling)
+        if isinstance(y, bool) or not isinstance(y, int | np.integer) or not 0 <= y < p.shape[0]:
+            raise InvalidParameterError(
+                f"verifier {getattr(function, '__name__', function)!r} returned {y!r} for drafts "
+                f"{drafts}; a verifier must return a token id in [0, {p.shape[0]})"
+            )
+        return int(y)
+
+    if budget < 1:
+        raise InstanceTooLargeError(f"exact enumeration exceeded MAX_CALLS = {MAX_CALLS} runs")
+    try:
+        cond = enumerate_outcomes(run, max_leaves=budget)
+    except InstanceTooLargeError:
+        raise InstanceTooLargeError(
+            f"exact enumeration exceeded MAX_CALLS = {MAX_CALLS} verifier runs (the coin tree "
+            "is bigger than estimated); use spectheory.simulate or spectheory.check_lossless"
+        ) from None
+    return cond, runs
+
+
+def _run(verifier, target, draft, n, sampling, *, closed_ok):
+    """Per-row ``(law, acceptance)`` (law None when the closed form was used), and ``batched``."""
     v, p, q, batched, n, sampling = check_instance(verifier, target, draft, n, sampling)
-    rows = [exact_row(v.function, p[b], q[b], n, sampling) for b in range(p.shape[0])]
+    _require_coins(v)
+    closed = v.closed_form_for(sampling)
+    rows = []
+    for b in range(p.shape[0]):
+        calls = estimated_calls(q[b], n, sampling)
+        if calls <= MAX_CALLS:
+            rows.append(exact_row(v.function, p[b], q[b], n, sampling))
+        elif closed is not None and closed_ok:
+            rows.append((None, closed(p[b], q[b], n, sampling)))
+        else:
+            raise _too_large(v, p.shape[1], n, sampling, calls, closed is not None)
     return rows, batched
 
 
@@ -54,8 +160,9 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
 
     Parameters
     ----------
-    verifier : str or Verifier
-        A registry name or record (:mod:`spectheory.verifiers`).
+    verifier : str, Verifier or function
+        A registry name, a record (:mod:`spectheory.verifiers`), or a
+        coins-protocol function ``fn(p, q, drafts, coins, *, sampling)``.
     target, draft : array_like, shape (V,) or (B, V)
         Target ``p`` and draft ``q``; float64, or Fraction object arrays for
         exact rational results.
@@ -70,6 +177,14 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
         float64, or Fraction objects for exact input.  Equal to ``target`` iff
         the verifier is lossless on this instance.
 
+    Raises
+    ------
+    InstanceTooLargeError
+        More than :data:`MAX_CALLS` verifier runs would be needed (module
+        docstring); the message names the Monte Carlo tools to use instead.
+    InvalidParameterError
+        A black-box verifier (no exact law), or a bad ``n`` or ``sampling``.
+
     Examples
     --------
     >>> from fractions import Fraction as F
@@ -79,7 +194,7 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
     >>> [str(v) for v in output_distribution("rrs", p, q, n=2)]
     ['3/10', '2/5', '3/10']
     """
-    rows, batched = _run(verifier, target, draft, n, sampling)
+    rows, batched = _run(verifier, target, draft, n, sampling, closed_ok=False)
     out = np.array([law for law, _ in rows], dtype=rows[0][0].dtype)
     return out if batched else out[0]
 
@@ -87,11 +202,21 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
 def acceptance(verifier, target, draft, n=1, sampling=None):
     r"""The exact membership acceptance :math:`P(y \in \{x_1..x_n\})` of a verifier.
 
-    Parameters are those of :func:`output_distribution`.
+    Parameters are those of :func:`output_distribution`.  Rows too large to
+    enumerate (:data:`MAX_CALLS`) use the verifier's closed form
+    (docs/theory.md §3.0) when it has one for ``sampling``.
 
     Returns
     -------
     float or Fraction, or ndarray of shape (B,) for batched input.
+
+    Raises
+    ------
+    InstanceTooLargeError
+        Too large to enumerate and no closed form (or ``n x V`` too large for
+        the closed form's loop): the message names what to use instead.
+    InvalidParameterError
+        A black-box verifier, or a bad ``n`` or ``sampling``.
 
     Examples
     --------
@@ -106,8 +231,9 @@ def acceptance(verifier, target, draft, n=1, sampling=None):
     >>> round(acceptance("sd", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1]), 12)
     0.7
     """
-    rows, batched = _run(verifier, target, draft, n, sampling)
+    rows, batched = _run(verifier, target, draft, n, sampling, closed_ok=True)
+    exact = any(isinstance(a, Fraction) for _, a in rows)
     if batched:
-        return np.array([a for _, a in rows], dtype=rows[0][0].dtype)
+        return np.array([a for _, a in rows], dtype=object if exact else np.float64)
     acc = rows[0][1]
-    return acc if rows[0][0].dtype == object else float(acc)
+    return acc if exact else float(acc)

@@ -91,6 +91,7 @@ from numba import njit, prange
 
 from ..drafting import greedy_split
 from ..verifiers._ops import normalise_or, positive_part, residual
+from ..verifiers._registry import REGISTRY, builtin_names
 from ..verifiers.kseq import kseq_rho
 from ..verifiers.typical import POSTERIOR_ALPHA, POSTERIOR_THRESHOLD
 
@@ -104,8 +105,8 @@ __all__ = [
     "verifier_uniforms",
 ]
 
-#: Verifiers with a kernel.
-KERNEL_VERIFIERS = ("sd", "naive", "rrs", "rrs_wor", "kseq", "greedy", "spechub", "nss", "typical")
+#: Verifiers with a kernel: read from the registry (each record's ``kernel``).
+KERNEL_VERIFIERS = builtin_names("kernel")
 #: Below this remaining mass the O(n log V) paths of ``nss`` and of drafting
 #: without replacement hand the trial to their exact O(nV) replica.
 EXACT_MASS = 2.0**-10
@@ -204,11 +205,11 @@ def _np_sum(a):
 
 @njit(cache=True)
 def _accept(num, den):
-    """``min(1, num / den)``, 1 when ``den <= 0`` (``_ops.accept_prob``)."""
+    """``min(1, num / den)``; 0 when ``den <= 0``, a q = 0 draft (``_ops.accept_prob``)."""
     if den > 0:
         ratio = num / den
         return ratio if ratio < 1.0 else 1.0
-    return 1.0
+    return 0.0
 
 
 @njit(cache=True)
@@ -285,14 +286,11 @@ def _cdf_rows(laws):
 
 
 def verifier_uniforms(name, n):
-    """Uniforms per trial the reference verifier ``name`` can consume with ``n`` drafts."""
-    if name in ("sd", "naive", "greedy"):
-        return 2
-    if name == "spechub":
-        return 4  # pair-type coin, two accept coins, residual draw
-    if name == "typical":
-        return 0
-    return n + 1  # rrs, rrs_wor, kseq, nss: one coin per draft, one residual draw
+    """Uniforms per trial the reference verifier ``name`` can consume with ``n`` drafts.
+
+    Read from the registry (the record's ``uniforms``).
+    """
+    return REGISTRY[name].uniforms(n)
 
 
 def draft_uniforms(n, sampling):

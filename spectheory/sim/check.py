@@ -6,16 +6,21 @@ laws (:mod:`spectheory.exact`) prove it on small vocabularies; this module
 tests it by sampling at any vocabulary size, for registered verifiers and for
 user callables ``fn(target, draft, drafts, rng) -> int``.
 
-Tests (all at a stated false-alarm rate ``alpha``, Bonferroni-split):
+Tests (statistics from :mod:`spectheory.sim._stats`); the verdict is "lossy"
+when an impossible token was output or when the Bonferroni-combined p-value of
+all the other tests, :math:`\min(1, m \min_i p_i)`, is at most the stated
+false-alarm rate ``alpha``:
 
 * **impossible outputs**: a token with ``p(y) = 0`` is proof of bias;
 * **per row**, Pearson's chi-square of the output counts against ``p``, bins
-  with expected count below 5 merged into one (docs/theory.md §7.2);
+  with expected count below 5 pooled (:func:`spectheory.sim._stats.chisquare_gof`
+  states the rule), ``df = cells - 1`` (docs/theory.md §7.2);
 * **pooled over rows** (each row its own target): the randomised probability
   integral transform :math:`u = F(y^-) + U p(y)`, with tokens ordered by
   decreasing ``p`` and :math:`U \sim U(0, 1)`, is exactly uniform under the
   null whatever ``p`` is, so the ``u`` of all rows and trials are pooled and
-  tested for uniformity (chi-square on 50 equiprobable bins);
+  tested for uniformity (chi-square on at most 50 equiprobable bins, at
+  least 5 expected per bin);
 * **acceptance above the bound** (docs/theory.md §7.3): a lossless verifier's
   membership acceptance is at most :math:`\alpha^*` (:func:`spectheory.bound`);
   the count of accepted trials is tested against it with Hoeffding's
@@ -33,17 +38,18 @@ which the noncentral chi-square exceeds the critical value with probability
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from .._errors import InvalidParameterError
-from .._validate import as_distribution_pair, check_choice, check_positive_int
-from ..drafting import SAMPLINGS, check_draft_support
+from .._validate import as_distribution_pair, check_positive_int
+from ..drafting import check_draft_support
 from ..solvers.ot_dual import solve_bound
-from .simulate import simulate
+from ..verifiers._api import check_verifier_law
+from . import _stats
+from ._stats import detectable_tv
+from .simulate import _rng, simulate
 
 __all__ = ["DEFAULT_TRIALS", "LosslessReport", "check_lossless", "detectable_tv"]
 
@@ -65,8 +71,8 @@ class LosslessReport:
     verdict : str
         ``"lossy"`` or ``"consistent with lossless"``, with the reason.
     p_value : float
-        Bonferroni-combined p-value of the chi-square and PIT tests (0 when an
-        impossible token was output).
+        Bonferroni-combined p-value of every test in ``tests`` (0 when an
+        impossible token was output); ``lossy`` is ``p_value <= alpha``.
     alpha : float
         The false-alarm rate of the verdict.
     impossible_outputs : int
@@ -80,12 +86,22 @@ class LosslessReport:
     exceeds_bound : bool
         Acceptance significantly above the bound: proof of bias.
     excess_p_value : float
+        The bound test's p-value (Hoeffding's Chernoff bound).
     detectable_tv : float
         Smallest total-variation bias on one row detected with probability 0.99.
     rows, trials : int
         Rows tested and trials per row.
     tests : dict
-        p-value of each test (``"pit"``, ``"row i"``).
+        p-value of each test (``"pit"``, ``"row i"``, ``"bound"``; for logs
+        also ``"pit_ks"`` and ``"position i"``).
+    source : str
+        ``"simulated"`` (:func:`check_lossless`), ``"logged"``
+        (:func:`spectheory.sim.audit.check_lossless_from_samples`) or ``"live"``.
+    samples : int
+        Outputs tested in all (``rows * trials`` for simulated samples).
+    suspicious : tuple of dict
+        For logs: the positions with the smallest Holm-adjusted p-values, most
+        suspicious first.
     """
 
     verifier: str
@@ -103,64 +119,19 @@ class LosslessReport:
     rows: int
     trials: int
     tests: dict = field(repr=False, default_factory=dict)
-
-
-def detectable_tv(trials: int, bins: int, alpha: float, power: float = 0.99) -> float:
-    """Smallest TV bias that Pearson's test on ``bins`` cells detects with probability ``power``.
-
-    Uses :math:`\\lambda \\ge 4 N\\,\\mathrm{TV}^2` (docs/theory.md §7.2).
-
-    >>> round(detectable_tv(20_000, 10, 1e-6), 3)
-    0.03
-    """
-    df = max(bins - 1, 1)
-    crit = stats.chi2.isf(alpha, df)
-    lo, hi = 0.0, 1.0
-    while stats.ncx2.sf(crit, df, hi) < power:
-        hi *= 2
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if stats.ncx2.sf(crit, df, mid) < power else (lo, mid)
-    return math.sqrt(hi / (4 * trials))
-
-
-def _name(verifier):
-    if isinstance(verifier, str):
-        return verifier
-    if hasattr(verifier, "function"):
-        return verifier.name
-    return getattr(verifier, "__name__", repr(verifier))
-
-
-def _seed_int(seed):
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(2**63))
-    return 0 if seed is None else int(seed)
+    source: str = "simulated"
+    samples: int = 0
+    suspicious: tuple = field(repr=False, default=())
 
 
 def _pearson(counts, p):
-    """Pearson's chi-square with bins of expected count < 5 merged; (p-value, bins)."""
-    N = counts.sum()
-    expected = N * p
-    big = expected >= 5
-    obs = list(counts[big])
-    exp = list(expected[big])
-    rest_e = expected[~big].sum()
-    if rest_e > 0:
-        obs.append(counts[~big].sum())
-        exp.append(rest_e)
-    if len(obs) < 2:
-        return 1.0, len(obs)
-    obs, exp = np.array(obs, dtype=float), np.array(exp)
-    stat = ((obs - exp) ** 2 / exp).sum()
-    return float(stats.chi2.sf(stat, len(obs) - 1)), len(obs)
+    """Pearson's test of one row's counts against ``p``; (p-value, cells).
 
-
-def _kl(a, b):
-    def term(x, y):
-        return 0.0 if x == 0 else x * math.log(x / y)
-
-    return term(a, b) + term(1 - a, 1 - b)
+    Outputs of probability 0 are left out (counted as impossible outputs).
+    """
+    keep = p > 0
+    r = _stats.chisquare_gof(counts[keep], p[keep])
+    return r.pvalue, r.cells
 
 
 def check_lossless(
@@ -168,22 +139,26 @@ def check_lossless(
     target,
     draft=None,
     n: int = 1,
-    sampling: str = "iid",
+    sampling: str | None = None,
     *,
     trials: int = DEFAULT_TRIALS,
-    seed=0,
+    rng=None,
     alpha: float = 1e-6,
     temperature: float = 1.0,
     rows=None,
+    seed=None,
 ) -> LosslessReport:
     """Test whether a verifier is lossless by sampling.
 
     Parameters
     ----------
-    verifier : str, Verifier or callable
-        A registry name (:data:`spectheory.verifiers.REGISTRY`), or a callable
-        ``fn(target, draft, drafts, rng) -> int`` taking 1-D float64 rows, the
-        int64 drafts in draw order and a :class:`numpy.random.Generator`.
+    verifier : str, Verifier or function
+        A registry name (:data:`spectheory.verifiers.REGISTRY`), a record, or a
+        function: coins protocol ``fn(p, q, drafts, coins, *, sampling)`` or
+        black box ``fn(target, draft, drafts, rng) -> int`` taking 1-D float64
+        rows, the int64 drafts in draw order and a :class:`numpy.random.Generator`
+        (:func:`spectheory.verifiers.as_verifier`).  Simulated as by
+        :func:`spectheory.simulate`: a kernel only for the very function it implements.
     target : array_like (V,) or (B, V), or spectheory.lm.Trace
         Target distribution(s); or a trace, whose logits are processed at
         ``temperature`` (same processing for both models).
@@ -191,17 +166,20 @@ def check_lossless(
         Draft distribution(s), or the trace's draft name (``"exit:25"``).
     n : int
         Number of drafts.
-    sampling : {"iid", "without_replacement", "greedy"}
-        Law the drafts are drawn from.
+    sampling : {"iid", "without_replacement", "greedy"}, optional
+        Law the drafts are drawn from; default the verifier's first law.
     trials : int
         Trials per row.
-    seed : int or numpy.random.Generator
+    rng : int, numpy.random.Generator, SeedSequence or None
+        Source of every random number (drafts, verifier, PIT); None means seed 0.
     alpha : float in (0, 1)
         False-alarm rate of the verdict (split over the tests by Bonferroni).
     temperature : float
         For traces only.
     rows : array_like of int, optional
         For traces: the positions to test (default all).
+    seed : optional
+        Alias of ``rng`` (kept for old calls); pass one of the two.
 
     Returns
     -------
@@ -215,7 +193,8 @@ def check_lossless(
     """
     n = check_positive_int(n, "n")
     trials = check_positive_int(trials, "trials")
-    check_choice(sampling, "sampling", SAMPLINGS)
+    v, sampling = check_verifier_law(verifier, n, sampling)
+    gen = _rng(rng, seed)
     if not (isinstance(alpha, float) and 0 < alpha < 1):
         raise InvalidParameterError(f"alpha must be a float in (0, 1); got {alpha!r}")
     if hasattr(target, "target_logits"):  # a spectheory.lm.Trace
@@ -232,9 +211,9 @@ def check_lossless(
     check_draft_support(q, n, sampling, True)
     # Drafts and outputs from the numba kernels (registered verifiers) or the
     # Python loop (user callables, khisti, optimal_lp); see spectheory.sim.simulate.
-    sim = simulate(verifier, p, q, n, sampling, trials=trials, seed=seed)
-    name = _name(verifier)
-    rng = np.random.default_rng([_seed_int(seed), 1])  # the PIT's own stream
+    sim = simulate(v, p, q, n, sampling, trials=trials, rng=gen)
+    name = v.name
+    rng = gen  # the PIT's uniforms continue the same stream
     B, V = p.shape
 
     impossible = 0
@@ -250,40 +229,30 @@ def check_lossless(
         pv, bins = _pearson(counts, p[b])
         row_p.append(pv)
         row_bins.append(bins)
-        # randomised PIT in decreasing-p order
-        order = np.argsort(-p[b], kind="stable")
-        rank = np.empty(V, dtype=np.int64)
-        rank[order] = np.arange(V)
-        cdf_before = np.concatenate([[0.0], np.cumsum(p[b][order])])[:-1]
-        ok = p[b][ys] > 0
-        pit.append(cdf_before[rank[ys[ok]]] + rng.random(ok.sum()) * p[b][ys[ok]])
+        pit.append(_stats.randomised_pit(p[b], ys, rng))  # decreasing-p order
     accepted = int(sim.accepted.sum())
 
-    u = np.clip(np.concatenate(pit), 0.0, np.nextafter(1.0, 0.0))
-    pit_counts = np.bincount((u * PIT_BINS).astype(np.int64), minlength=PIT_BINS)
-    pit_p = float(stats.chisquare(pit_counts).pvalue) if u.size >= 5 * PIT_BINS else 1.0
-    tests = {"pit": pit_p} | {f"row {b}": row_p[b] for b in range(B)}
-    m = len(tests)
-    p_value = 0.0 if impossible else min(1.0, m * min(tests.values()))
-
+    u = np.concatenate(pit)
+    pit_p = _stats.uniformity_chisquare(u[~np.isnan(u)], PIT_BINS).pvalue
     N = B * trials
     acc = accepted / N
     bound_rows = solve_bound(p, q, n, sampling).value
     bound = float(np.mean(bound_rows))
-    excess_p = math.exp(-N * _kl(acc, bound)) if acc > bound else 1.0
-    exceeds = excess_p <= alpha / 2
-    z = stats.norm.isf(alpha / 2)
-    centre = (acc + z * z / (2 * N)) / (1 + z * z / N)
-    half = z * math.sqrt(acc * (1 - acc) / N + z * z / (4 * N * N)) / (1 + z * z / N)
-    lossy = bool(impossible or p_value <= alpha / 2 or exceeds)
+    excess_p = _stats.chernoff_upper_tail(accepted, N, bound)
+    tests = {"pit": pit_p} | {f"row {b}": row_p[b] for b in range(B)} | {"bound": excess_p}
+    m = len(tests)
+    p_value = 0.0 if impossible else _stats.bonferroni(tests)
+    exceeds = excess_p * m <= alpha  # the bound test alone rejects
+    lossy = bool(impossible or p_value <= alpha)
     if impossible:
         verdict = f"lossy: {impossible} outputs had target probability 0"
     elif exceeds:
         verdict = f"lossy: acceptance {acc:.4f} exceeds the optimal bound {bound:.4f}"
-    elif p_value <= alpha / 2:
+    elif lossy:
         verdict = f"lossy: output law differs from the target (p = {p_value:.2e})"
     else:
         verdict = "consistent with lossless"
+    lo, hi = _stats.wilson_interval(accepted, N, 1.0 - alpha)
     return LosslessReport(
         verifier=name,
         lossy=lossy,
@@ -292,12 +261,14 @@ def check_lossless(
         alpha=alpha,
         impossible_outputs=impossible,
         acceptance=acc,
-        acceptance_interval=(float(max(0.0, centre - half)), float(min(1.0, centre + half))),
+        acceptance_interval=(lo, hi),
         bound=bound,
         exceeds_bound=exceeds,
         excess_p_value=excess_p,
-        detectable_tv=detectable_tv(trials, max(row_bins), alpha / (2 * m)),
+        detectable_tv=detectable_tv(trials, max(row_bins), alpha / m),
         rows=B,
         trials=trials,
         tests=tests,
+        source="simulated",
+        samples=N,
     )

@@ -8,8 +8,8 @@ membership acceptance of row ``b`` is
 
 Randomness
 ----------
-All randomness is drawn up front in numpy from
-``numpy.random.default_rng(seed)``, in a fixed layout: first the draft
+All randomness is drawn up front in numpy from the one generator ``rng``
+(:func:`spectheory._validate.check_rng`), in a fixed layout: first the draft
 uniforms, shape (B, T, n) (one per draft; one per trial for the greedy law),
 then the verifier uniforms, shape (B, T, K) with ``K`` the most coins the
 verifier can consume in a trial.  The numba kernels
@@ -21,16 +21,21 @@ uniforms (see :mod:`spectheory.sim._kernels` for the one caveat: for ``nss``
 and drafts without replacement a uniform within about :math:`V\epsilon/Z` of a
 boundary of the cumulative law may round differently).
 
-``khisti`` and ``optimal_lp`` (one transport LP per instance) and user
-callables have no kernel: their drafts still come from the draft kernel, and
-the verifier runs in Python, trial by trial: a registered verifier with
-:class:`spectheory.coins.RandomCoins` on a generator seeded from ``seed``
-(or with ``ReplayCoins(uniforms[b, t])`` when ``uniforms`` is given), a user
-callable ``fn(target, draft, drafts, rng) -> int`` with that generator.
+A verifier runs its numba kernel only when its record's function is the very
+function the kernel implements (:class:`spectheory.verifiers.Verifier`
+checks it): dispatch by identity, never by name, so a user's verifier named
+``"rrs"`` runs its own code.  ``khisti`` and ``optimal_lp`` (one transport LP
+per instance) and user verifiers have no kernel: their drafts still come from
+the draft kernel, and the verifier runs in Python, trial by trial
+(:func:`reference_tokens`): a coins-protocol verifier with
+:class:`spectheory.coins.RandomCoins` on the generator after the drafts'
+uniforms (or with ``ReplayCoins(uniforms[b, t])`` when ``uniforms`` is
+given), a black box ``fn(target, draft, drafts, rng) -> int`` with that
+generator.
 
 Examples
 --------
->>> r = simulate("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=20_000, seed=1)
+>>> r = simulate("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=20_000, rng=1)
 >>> r.tokens.shape, r.drafts.shape
 ((1, 20000), (1, 20000, 2))
 >>> round(r.mean_acceptance, 2)  # exact (docs/theory.md §3.1): 1 - (1 - 0.7)(1 - 0.4) = 0.82
@@ -44,12 +49,37 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import as_distribution_pair, check_choice, check_positive_int
+from .._validate import as_distribution_pair, check_positive_int, check_rng
 from ..coins import RandomCoins, ReplayCoins
-from ..drafting import SAMPLINGS, check_draft_support
+from ..drafting import check_draft_support
 from . import _kernels
 
-__all__ = ["SimulationResult", "simulate"]
+__all__ = ["SimulationResult", "reference_tokens", "simulate"]
+
+
+def reference_tokens(v, p, q, drafts, sampling, rng, uniforms=None):
+    """Output tokens (B, T) of a verifier run in Python, trial by trial.
+
+    A coins-protocol verifier reads :class:`~spectheory.coins.RandomCoins` on
+    ``rng`` (or ``ReplayCoins(uniforms[b, t])``); a black box gets ``rng``
+    itself.  Every returned value is checked to be a token id of the row.
+    """
+    from ..verifiers._api import check_token
+
+    B, T, _ = drafts.shape
+    V = p.shape[1]
+    tokens = np.empty((B, T), dtype=np.int64)
+    coins = RandomCoins(rng)
+    for b in range(B):
+        for t in range(T):
+            d = drafts[b, t]
+            if v.protocol == "blackbox":
+                y = v.function(p[b], q[b], d.copy(), rng)
+            else:
+                c = coins if uniforms is None else ReplayCoins(uniforms[b, t])
+                y = v.function(p[b], q[b], tuple(int(x) for x in d), c, sampling=sampling)
+            tokens[b, t] = check_token(y, V, v.name, b)
+    return tokens
 
 
 @dataclass(frozen=True)
@@ -59,7 +89,7 @@ class SimulationResult:
     Attributes
     ----------
     verifier : str
-        Registry name, or the callable's ``__name__``.
+        The verifier's name (a function's ``__name__``).
     n : int
     sampling : str
     tokens : ndarray of int64, shape (B, T)
@@ -100,15 +130,19 @@ def _check_uniforms(u, shape, name):
 
 
 def _resolve(verifier, n, sampling):
-    """(name, Verifier or None, user callable or None, sampling) after the registry checks."""
-    from ..verifiers import Verifier
+    """The :class:`~spectheory.verifiers.Verifier` and the draft law, after the registry checks."""
     from ..verifiers._api import check_verifier_law
 
-    if callable(verifier) and not isinstance(verifier, str | Verifier):
-        check_choice(sampling, "sampling", SAMPLINGS)
-        return getattr(verifier, "__name__", repr(verifier)), None, verifier, sampling
-    v, sampling = check_verifier_law(verifier, n, sampling)
-    return v.name, v, None, sampling
+    return check_verifier_law(verifier, n, sampling)
+
+
+def _rng(rng, seed):
+    """The one Generator of a call: ``rng``, or its alias ``seed``; not both."""
+    if seed is not None:
+        if rng is not None:
+            raise InvalidParameterError("pass rng or seed (an alias of rng), not both")
+        return check_rng(seed, "seed")
+    return check_rng(0 if rng is None else rng, "rng")
 
 
 def simulate(
@@ -116,39 +150,47 @@ def simulate(
     target,
     draft,
     n: int = 1,
-    sampling: str | None = "iid",
+    sampling: str | None = None,
     *,
     trials: int = 1000,
-    seed=0,
+    rng=None,
     uniforms=None,
     draft_uniforms=None,
+    seed=None,
 ) -> SimulationResult:
     """Sample drafts and run a verifier ``trials`` times per position.
 
     Parameters
     ----------
-    verifier : str, Verifier or callable
-        A registry name (:data:`spectheory.verifiers.REGISTRY`), or a callable
-        ``fn(target, draft, drafts, rng) -> int`` (1-D float64 rows, int64
-        drafts in draw order, a :class:`numpy.random.Generator`).
+    verifier : str, Verifier or function
+        A registry name (:data:`spectheory.verifiers.REGISTRY`), a record, or a
+        function: on the coins protocol ``fn(p, q, drafts, coins, *,
+        sampling)``, or a black box ``fn(target, draft, drafts, rng) -> int``
+        (1-D float64 rows, int64 drafts in draw order, a
+        :class:`numpy.random.Generator`); see :func:`spectheory.verifiers.as_verifier`.
+        The numba kernel runs only when the record's function is the one the
+        kernel implements (dispatch by identity, never by name).
     target, draft : array_like, shape (V,) or (B, V)
         Target ``p`` and draft ``q`` (checked and renormalised as everywhere
         in spectheory; float16/32 accepted and converted to float64).
     n : int
         Number of drafts.
     sampling : {"iid", "without_replacement", "greedy"} or None
-        Draft law; None picks the verifier's first valid law.
+        Draft law; None (default) picks the verifier's first valid law.
     trials : int
         Trials ``T`` per row.
-    seed : int, numpy.random.Generator or None
-        Seed of all the uniforms (:func:`numpy.random.default_rng`).
+    rng : int, numpy.random.Generator, SeedSequence or None
+        Source of all the uniforms (:func:`spectheory._validate.check_rng`);
+        None means seed 0, so that a simulation is reproducible by default.
     uniforms : array_like, shape (B, T, K), optional
-        Verifier uniforms in [0, 1) instead of seeded ones; ``K`` is
-        ``_kernels.verifier_uniforms(name, n)`` for verifiers with a kernel,
-        and at least the coins consumed for ``khisti``/``optimal_lp``.  Not
-        accepted with a user callable.
+        Verifier uniforms in [0, 1) instead of drawn ones; ``K`` is the
+        record's ``uniforms(n)`` for verifiers with a kernel, and at least the
+        coins consumed for coins-protocol verifiers without one.  Not accepted
+        with a black box.
     draft_uniforms : array_like, shape (B, T, n) (greedy: (B, T, 1)), optional
-        Draft uniforms in [0, 1) instead of seeded ones.
+        Draft uniforms in [0, 1) instead of drawn ones.
+    seed : optional
+        Alias of ``rng`` (kept for old calls); pass one of the two.
 
     Returns
     -------
@@ -158,34 +200,37 @@ def simulate(
     ------
     InvalidParameterError
         Unknown verifier, a draft law or ``n`` it does not support, ``n`` or
-        ``trials`` not a positive integer, uniforms outside [0, 1).
+        ``trials`` not a positive integer, uniforms outside [0, 1), a bad
+        ``rng``, a verifier that returns something other than a token id.
     InvalidDistributionError, ShapeMismatchError
         Bad target or draft, or uniforms of the wrong shape.
     """
     n = check_positive_int(n, "n")
     trials = check_positive_int(trials, "trials")
-    name, v, user, sampling = _resolve(verifier, n, sampling)
+    v, sampling = _resolve(verifier, n, sampling)
+    name = v.name
+    gen = _rng(rng, seed)
     p, q, _ = as_distribution_pair(target, draft)
     check_draft_support(q, n, sampling, True)
     p = np.ascontiguousarray(p)
     q = np.ascontiguousarray(q)
     B, V = p.shape
-    kernel = v is not None and name in _kernels.KERNEL_VERIFIERS
-    if user is not None and uniforms is not None:
+    kernel = v.kernel is not None  # the record guarantees the kernel implements v.function
+    blackbox = v.protocol == "blackbox"
+    if blackbox and uniforms is not None:
         raise InvalidParameterError(
-            "uniforms cannot drive a user callable (it draws from a numpy Generator); "
-            "pass seed instead"
+            f"uniforms cannot drive the black-box verifier {name!r} (it draws from a numpy "
+            "Generator); pass rng instead"
         )
 
-    rng = np.random.default_rng(seed)
     kd = _kernels.draft_uniforms(n, sampling)
     if draft_uniforms is None:
-        du = rng.random((B, trials, kd))
+        du = gen.random((B, trials, kd))
     else:
         du = _check_uniforms(draft_uniforms, (B, trials, kd), "draft_uniforms")
     if kernel:
-        shape = (B, trials, _kernels.verifier_uniforms(name, n))
-        u = rng.random(shape) if uniforms is None else _check_uniforms(uniforms, shape, "uniforms")
+        shape = (B, trials, v.uniforms(n))
+        u = gen.random(shape) if uniforms is None else _check_uniforms(uniforms, shape, "uniforms")
     elif uniforms is not None:
         u = np.asarray(uniforms, dtype=np.float64)
         if u.ndim != 3 or u.shape[:2] != (B, trials):
@@ -199,23 +244,10 @@ def simulate(
         step = max(1, 2**24 // ((n + 4) * V))
         for s in range(0, B, step):
             e = min(B, s + step)
-            tokens[s:e] = _kernels.run_verifier(name, p[s:e], q[s:e], drafts[s:e], u[s:e])
+            tokens[s:e] = _kernels.run_verifier(v.kernel, p[s:e], q[s:e], drafts[s:e], u[s:e])
         engine = "numba"
     else:
-        tokens = np.empty((B, trials), dtype=np.int64)
-        for b in range(B):
-            for t in range(trials):
-                d = drafts[b, t]
-                if user is not None:
-                    y = int(user(p[b], q[b], d.copy(), rng))
-                else:
-                    coins = RandomCoins(rng) if uniforms is None else ReplayCoins(u[b, t])
-                    y = v.function(p[b], q[b], tuple(int(x) for x in d), coins, sampling=sampling)
-                if not 0 <= y < V:
-                    raise InvalidParameterError(
-                        f"verifier {name!r} returned token {y}, outside [0, {V})"
-                    )
-                tokens[b, t] = y
+        tokens = reference_tokens(v, p, q, drafts, sampling, gen, None if uniforms is None else u)
         engine = "reference"
     accepted = (drafts == tokens[:, :, None]).any(axis=2)
     acceptance = accepted.mean(axis=1)

@@ -54,6 +54,7 @@ import torch
 from .._errors import InvalidParameterError, ShapeMismatchError
 from .._validate import check_positive_int
 from ..verifiers._api import check_verifier_law
+from ..verifiers._registry import Verifier, as_verifier, builtin_names
 from ..verifiers.typical import POSTERIOR_ALPHA, POSTERIOR_THRESHOLD
 from . import _ops
 from ._checks import (
@@ -66,8 +67,8 @@ from ._checks import (
 
 __all__ = ["TORCH_VERIFIERS", "TorchVerification", "verifier_uniforms", "verify"]
 
-#: Registered verifiers with a batched torch form.
-TORCH_VERIFIERS = ("sd", "naive", "rrs", "rrs_wor", "kseq", "greedy", "spechub", "nss", "typical")
+#: Registered verifiers with a batched torch form: read from the registry (``torch_form``).
+TORCH_VERIFIERS = builtin_names("torch_form")
 
 #: Bisection steps for K-SEQ's rho* (the reference's cap; float64 converges in ~55).
 _KSEQ_STEPS = 200
@@ -96,13 +97,7 @@ def verifier_uniforms(name, n):
     >>> verifier_uniforms("sd", 1), verifier_uniforms("rrs", 3), verifier_uniforms("spechub", 2)
     (2, 4, 4)
     """
-    if name in ("sd", "naive", "greedy"):
-        return 2  # accept coin, residual draw
-    if name == "spechub":
-        return 4  # pair-type coin, two accept coins, residual draw
-    if name == "typical":
-        return 0
-    return n + 1  # rrs, rrs_wor, kseq, nss: one coin per draft, one residual draw
+    return _torch_record(name).uniforms(n)  # the registry's coin budget
 
 
 # --------------------------------------------------------------------------- verifiers
@@ -337,19 +332,32 @@ def _check_drafts_law(v, q, d, sampling):
         )
 
 
+def _torch_record(name):
+    """The registry record of ``name`` (a name or a record), which must have a torch form.
+
+    Dispatch is by the record's ``torch_form``, which the record guarantees to
+    implement its function: a user record named like a built-in has none.
+    """
+    v = as_verifier(name) if isinstance(name, str | Verifier) else None
+    if v is None or v.torch_form is None:
+        label = v.name if v is not None else name
+        raise InvalidParameterError(
+            f"name must be one of {', '.join(map(repr, TORCH_VERIFIERS))} (verifiers with a "
+            f"batched torch form); got {label!r}"
+        )
+    return v
+
+
 def prepare(name, target, draft, drafts, generator, uniforms, sampling):
     """Check a :func:`verify` call; return float64 ``p``, ``q`` (B, V), int64 drafts, uniforms."""
-    if name not in TORCH_VERIFIERS:
-        raise InvalidParameterError(
-            f"name must be one of {', '.join(map(repr, TORCH_VERIFIERS))}; got {name!r}"
-        )
+    _torch_record(name)
     if not isinstance(drafts, torch.Tensor) or drafts.ndim != 2 or drafts.shape[1] == 0:
         shape = tuple(drafts.shape) if isinstance(drafts, torch.Tensor) else type(drafts).__name__
         raise ShapeMismatchError(
             f"drafts must be a tensor of shape (B, n) with n >= 1; got {shape}"
         )
     n = check_positive_int(drafts.shape[1], "n")
-    v, sampling = check_verifier_law(name, n, sampling)
+    v, sampling = check_verifier_law(_torch_record(name), n, sampling)
     p = check_probabilities(target, "target", 2)
     q = check_probabilities(draft, "draft", 2)
     if p.shape != q.shape:
@@ -361,7 +369,7 @@ def prepare(name, target, draft, drafts, generator, uniforms, sampling):
     check_device(p.device, draft=q, drafts=drafts)
     d = check_token_ids(drafts, "drafts", (B, n), V)
     _check_drafts_law(v, q, d, sampling)
-    K = verifier_uniforms(name, n)
+    K = v.uniforms(n)
     if uniforms is None:
         u = draw_uniforms((B, K), p.device, generator)
     else:
@@ -380,8 +388,9 @@ def verify(name, target, draft, drafts, *, generator=None, uniforms=None, sampli
 
     Parameters
     ----------
-    name : str
-        One of :data:`TORCH_VERIFIERS`.
+    name : str or Verifier
+        One of :data:`TORCH_VERIFIERS`, or a record whose ``torch_form`` is set
+        (dispatch by the record's function, never by its name).
     target, draft : torch.Tensor, shape (B, V)
         Target ``p`` and draft ``q`` probabilities, floating (float16 to
         float64), on one device; checked and computed in float64.
@@ -421,5 +430,5 @@ def verify(name, target, draft, drafts, *, generator=None, uniforms=None, sampli
     ([0, 1], [True, False])
     """
     p, q, d, u = prepare(name, target, draft, drafts, generator, uniforms, sampling)
-    tokens = _FUNCTIONS[name](p, q, d, u)
+    tokens = _FUNCTIONS[_torch_record(name).torch_form](p, q, d, u)
     return TorchVerification(tokens, (d == tokens[:, None]).any(dim=-1))

@@ -5,20 +5,23 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import as_distribution_pair, check_choice, check_positive_int
+from .._validate import as_distribution_pair, check_choice, check_positive_int, check_rng
 from ..coins import RandomCoins
 from ..drafting import SAMPLINGS, check_draft_support, greedy_split
-from ._registry import Verifier, get_verifier
+from ._registry import Verifier, as_verifier
 
-__all__ = ["check_instance", "check_verifier_law", "verify"]
+__all__ = ["check_instance", "check_token", "check_verifier_law", "verify"]
 
 
 def check_verifier_law(verifier, n, sampling):
     """Resolve ``verifier`` and check it supports ``n`` drafts under ``sampling``.
 
-    ``sampling=None`` picks the verifier's first law.  Returns ``(Verifier, sampling)``.
+    ``verifier`` is a registry name, a :class:`Verifier` or a function (its
+    protocol read from its signature, :func:`~._registry.as_verifier`).
+    ``sampling=None`` picks the verifier's first law (``"iid"`` for a plain
+    function).  Returns ``(Verifier, sampling)``.
     """
-    v: Verifier = get_verifier(verifier)
+    v: Verifier = as_verifier(verifier)
     if sampling is None:
         sampling = v.samplings[0]
     check_choice(sampling, "sampling", SAMPLINGS)
@@ -72,14 +75,17 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
 
     Parameters
     ----------
-    verifier : str or Verifier
-        A registry name (:data:`~spectheory.verifiers.REGISTRY`) or a record.
+    verifier : str, Verifier or function
+        A registry name (:data:`~spectheory.verifiers.REGISTRY`), a record, or
+        a function on the coins protocol ``fn(p, q, drafts, coins, *,
+        sampling)`` or the black-box one ``fn(target, draft, drafts, rng)``.
     target, draft : array_like, shape (V,) or (B, V)
         Target ``p`` and draft ``q`` (float, or Fraction object arrays).
     drafts : array_like of int, shape (n,) or (B, n)
         Draft tokens in draw order, e.g. from :func:`spectheory.sample_drafts`.
     rng : numpy.random.Generator, int or None
-        Randomness, used through :class:`~spectheory.coins.RandomCoins`.
+        Randomness (:func:`spectheory._validate.check_rng`), used through
+        :class:`~spectheory.coins.RandomCoins` (or passed to a black box).
     sampling : {"iid", "without_replacement", "greedy"}, optional
         The law the drafts were drawn from; default the verifier's first law.
 
@@ -104,10 +110,28 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
         raise ShapeMismatchError(
             f"drafts of shape {arr.shape} do not match target rows of shape {p.shape}"
         )
-    coins = RandomCoins(rng)
+    gen = check_rng(rng)
+    coins = RandomCoins(gen)
     out = np.empty(p.shape[0], dtype=np.int64)
     for b in range(p.shape[0]):
         d = tuple(int(x) for x in rows[b])
-        _check_drafts(v, q[b], d, sampling, b if batched else None)
-        out[b] = v.function(p[b], q[b], d, coins, sampling=sampling)
+        row = b if batched else None
+        _check_drafts(v, q[b], d, sampling, row)
+        if v.protocol == "coins":
+            y = v.function(p[b], q[b], d, coins, sampling=sampling)
+        else:
+            y = v.function(np.asarray(p[b], dtype=np.float64), np.asarray(q[b], dtype=np.float64),
+                           np.array(d, dtype=np.int64), gen)  # fmt: skip
+        out[b] = check_token(y, p.shape[1], v.name, row)
     return out if batched else int(out[0])
+
+
+def check_token(y, V, name, row=None):
+    """``y`` as an int token in [0, V), or raise naming the verifier and the row."""
+    where = f" on row {row}" if row is not None else ""
+    if isinstance(y, bool | np.bool_) or not isinstance(y, int | np.integer) or not 0 <= y < V:
+        raise InvalidParameterError(
+            f"verifier {name!r} returned {y!r}{where}; a verifier must return a token id "
+            f"(an integer) in [0, {V})"
+        )
+    return int(y)

@@ -7,13 +7,22 @@ irrational in general) and returns the exact membership acceptance
 are checked against the enumerated laws of :mod:`spectheory.exact` in the
 tests.  A draft law without a closed form raises
 :class:`~spectheory.InvalidParameterError`.
+
+Every function also takes a batch: target and draft of shape (B, V) give an
+array of the B per-row acceptances (float64, or Fraction objects for exact
+input), each equal to the function on that row alone.  Inputs are checked as
+everywhere in spectheory (:func:`spectheory._validate.as_distribution_pair`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
-from .._errors import InvalidParameterError
+from .._errors import InstanceTooLargeError, InvalidParameterError
+from .._validate import as_distribution_pair, check_positive_int
 from ..drafting import greedy_split
 from ._ops import positive_part, residual
 from .kseq import kseq_rho
@@ -29,6 +38,47 @@ __all__ = [
 ]
 
 
+#: Largest ``n x V`` for the closed forms that loop over the ``n`` drafts (RRS):
+#: about a second of numpy work.
+MAX_LOOP_WORK = 10**8
+
+
+def _rowwise(loops_over_n=False):
+    """Make a closed form on one checked row (V,) accept (V,) or (B, V) input.
+
+    A batch gives one value per row (the row function on each row); a single
+    row gives a scalar.  ``loops_over_n``: the row function costs O(nV), so
+    ``n x V`` above :data:`MAX_LOOP_WORK` is refused rather than run for hours.
+    """
+
+    def wrap(row_fn):
+        params = inspect.signature(row_fn).parameters
+        n_default, law_default = params["n"].default, params["sampling"].default
+
+        @functools.wraps(row_fn)
+        def public(p, q, n=None, sampling=None):
+            if n is None and n_default is inspect.Parameter.empty:
+                raise InvalidParameterError(f"{row_fn.__name__} needs n, the number of drafts")
+            n = check_positive_int(n_default if n is None else n, "n")
+            sampling = law_default if sampling is None else sampling
+            P, Q, batched = as_distribution_pair(p, q, allow_exact=True)
+            if loops_over_n and n * P.shape[1] > MAX_LOOP_WORK:
+                raise InstanceTooLargeError(
+                    f"{row_fn.__name__} loops over the n = {n} drafts at V = {P.shape[1]} "
+                    f"(n x V > {MAX_LOOP_WORK:.0e}); use a smaller n"
+                )
+            values = [row_fn(P[b], Q[b], n, sampling) for b in range(P.shape[0])]
+            if not batched:
+                return values[0]
+            exact = P.dtype == object and not isinstance(values[0], float | np.floating)
+            return np.array(values, dtype=object if exact else np.float64)
+
+        public.row = row_fn
+        return public
+
+    return wrap
+
+
 def _need(sampling, allowed, name):
     if sampling not in allowed:
         raise InvalidParameterError(
@@ -37,11 +87,13 @@ def _need(sampling, allowed, name):
         )
 
 
+@_rowwise()
 def sd_acceptance(p, q, n=1, sampling="iid"):
     r""":math:`\sum_x \min(p(x), q(x))` (docs/theory.md §1.2)."""
     return np.minimum(p, q).sum()
 
 
+@_rowwise(loops_over_n=True)
 def rrs_acceptance(p, q, n, sampling="iid"):
     r"""RRS: :math:`1 - \prod_{i=1}^n (1 - \sum \min(r_i, q))` (docs/theory.md §3.1).
 
@@ -64,6 +116,7 @@ def rrs_acceptance(p, q, n, sampling="iid"):
     return 1 - miss
 
 
+@_rowwise()
 def kseq_acceptance(p, q, n, sampling="iid"):
     r"""K-SEQ (docs/theory.md §3.3).
 
@@ -99,20 +152,29 @@ def _hub_value(p, q, n):
     return p[inT].sum() + np.where(inT, z, np.minimum(p, qt)).sum()
 
 
+@_rowwise()
 def greedy_acceptance(p, q, n, sampling="greedy"):
-    r"""Greedy optimum :math:`p(T) + \sum_{i \notin T} \min(p(i), \tilde q(i))` (docs/theory.md §2.6)."""
+    r"""Greedy optimum :math:`p(T) + \sum_{i \notin T} \min(p(i), \tilde q(i))`.
+
+    docs/theory.md §2.6.
+    """
     _need(sampling, ("greedy",), "greedy")
     return _hub_value(p, q, n)
 
 
+@_rowwise()
 def spechub_acceptance(p, q, n=2, sampling="greedy"):
-    r""":math:`p(a) + \sum_{i \ne a} \min(p(i), \tilde q(i))`, ``a = argmax q`` (docs/theory.md §3.4)."""
+    r""":math:`p(a) + \sum_{i \ne a} \min(p(i), \tilde q(i))`, ``a = argmax q``.
+
+    docs/theory.md §3.4.
+    """
     _need(sampling, ("greedy",), "spechub")
     if n != 2:
         raise InvalidParameterError(f"spechub needs n=2; got n={n}")
     return _hub_value(p, q, 2)
 
 
+@_rowwise()
 def nss_acceptance(p, q, n, sampling="iid"):
     r"""NSS: :math:`\sum_t p(t)\,P(t \in \text{drafts})` (docs/theory.md §3.5).
 
@@ -128,6 +190,7 @@ def nss_acceptance(p, q, n, sampling="iid"):
     return (p * incl).sum()
 
 
+@_rowwise()
 def naive_acceptance(p, q, n, sampling="iid"):
     r"""Naive, i.i.d. (3.6): :math:`\sum \min(p, q) + \sum (p - q)_+ (1 - (1 - q)^{n-1})`."""
     _need(sampling, ("iid",), "naive")

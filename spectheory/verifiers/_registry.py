@@ -1,4 +1,4 @@
-"""The verifier registry: one :class:`Verifier` record per published verifier.
+"""The verifier registry: one :class:`Verifier` record per verifier, the single source of its facts.
 
 Every verifier is one function ``fn(p, q, drafts, coins, *, sampling) -> int``
 written against the coins protocol (:mod:`spectheory.coins`): ``p`` and ``q``
@@ -6,10 +6,35 @@ are 1-D target and draft rows (float64 or Fraction object arrays), ``drafts``
 the tuple of draft token ids in draw order (``n = len(drafts)``), and the
 return value is the output token ``y``.  Membership acceptance is
 :math:`P(y \\in \\{x_1..x_n\\})`.
+
+A record holds everything the rest of the package needs to know about a
+verifier: its draft laws, closed form, numba kernel, torch form and how many
+uniforms a trial consumes.  The name lists kept elsewhere
+(``spectheory.sim._kernels.KERNEL_VERIFIERS``, ``spectheory.sim.replay.REPLAY_VERIFIERS``,
+``spectheory.torch.TORCH_VERIFIERS``, ``spectheory.exact.CLOSED_FORMS``) are
+computed from :data:`REGISTRY`.
+
+Dispatch goes by the function's identity, never by a name: a kernel, torch
+form or built-in closed form belongs to the one function it was written and
+tested for, and a record that pairs it with any other function is refused.  A
+user record named ``"rrs"`` around another function therefore runs that
+function (in Python), not the registered kernel.
+
+Two protocols (:data:`PROTOCOLS`):
+
+``"coins"``
+    ``fn(p, q, drafts, coins, *, sampling) -> int``: sampled, replayed and
+    enumerated exactly (:mod:`spectheory.exact`), so it works everywhere.
+``"blackbox"``
+    ``fn(target, draft, drafts, rng) -> int`` with a :class:`numpy.random.Generator`:
+    sampled only, so it works wherever a statistical answer suffices
+    (:func:`spectheory.simulate`, :func:`spectheory.check_lossless`, replay,
+    sweep); the exact paths refuse it.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,32 +44,84 @@ from . import _closed_forms as cf
 from .coupling import khisti, optimal_lp
 from .hub import greedy, spechub
 from .kseq import kseq
+from .optimal import optimal
 from .pointmass import nss
 from .rrs import rrs, rrs_wor
 from .single import naive, sd
 from .typical import typical
 
-__all__ = ["REGISTRY", "Verifier", "get_verifier"]
+__all__ = [
+    "PROTOCOLS",
+    "REGISTRY",
+    "Verifier",
+    "as_verifier",
+    "builtin_names",
+    "get_verifier",
+    "register_verifier",
+    "unregister_verifier",
+    "verifier",
+]
+
+#: The two verifier protocols (module docstring).
+PROTOCOLS = ("coins", "blackbox")
+
+# The built-in backends and the one function each implements (dispatch by identity).
+_KERNEL_OF = {
+    "sd": sd, "naive": naive, "rrs": rrs, "rrs_wor": rrs_wor, "kseq": kseq,
+    "greedy": greedy, "spechub": spechub, "nss": nss, "typical": typical,
+}  # fmt: skip
+_CLOSED_FORM_OF = {
+    cf.sd_acceptance: sd, cf.rrs_acceptance: rrs, cf.kseq_acceptance: kseq,
+    cf.spechub_acceptance: spechub, cf.greedy_acceptance: greedy,
+    cf.nss_acceptance: nss, cf.naive_acceptance: naive,
+}  # fmt: skip
+
+
+def _two(n):
+    """Accept coin and residual draw (``sd``, ``naive``, ``greedy``)."""
+    return 2
+
+
+def _four(n):
+    """SpecHub: pair-type coin, two accept coins, residual draw."""
+    return 4
+
+
+def _none(n):
+    """Typical acceptance flips no coin."""
+    return 0
+
+
+def _per_draft(n):
+    """One coin per draft and one residual draw (``rrs``, ``rrs_wor``, ``kseq``, ``nss``)."""
+    return n + 1
+
+
+def _describe(fn):
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 @dataclass(frozen=True)
 class Verifier:
-    """A registered verifier and its metadata.
+    """A verifier and its facts.
 
     Attributes
     ----------
     name : str
-        Registry key.
+        Label (registry key once registered).  Never used for dispatch.
     function : callable
-        ``function(p, q, drafts, coins, *, sampling) -> int``.
+        ``function(p, q, drafts, coins, *, sampling) -> int`` (protocol
+        ``"coins"``) or ``function(target, draft, drafts, rng) -> int``
+        (``"blackbox"``).
     paper : str
         Authors and title (short).
     arxiv : str or None
         arXiv id(s) of the source.
     samplings : tuple of str
-        Draft laws (subset of :data:`spectheory.drafting.SAMPLINGS`) under which it is valid.
+        Draft laws (subset of :data:`spectheory.drafting.SAMPLINGS`) under
+        which it is valid; the first is the default law.
     lossless : bool
-        Whether its output law is the target for every valid input.
+        Whether its output law is meant to be the target for every valid input.
     closed_form : callable or None
         ``closed_form(p, q, n, sampling)``: exact membership acceptance.
     closed_form_samplings : tuple of str
@@ -57,74 +134,306 @@ class Verifier:
         True if it relies on the drafts having been drawn from ``q`` under
         the declared law (its q-ratios); False for verifiers valid for any
         drafter (point-mass, typical).
+    protocol : {"coins", "blackbox"}
+        How ``function`` is called (module docstring).
+    kernel : str or None
+        Key of its numba kernel in :mod:`spectheory.sim._kernels` (built-in
+        verifiers only: the kernel must implement ``function`` itself).
+    torch_form : str or None
+        Key of its batched form in :mod:`spectheory.torch.verifiers` (idem).
+    uniforms : callable or None
+        ``uniforms(n) -> int``: the most uniforms one trial consumes, the
+        budget of the kernel and torch form.
+
+    Raises
+    ------
+    InvalidParameterError
+        Unknown draft laws or protocol, a non-callable function, or a built-in
+        kernel, torch form or closed form paired with a function that is not
+        the one it implements.
     """
 
     name: str
     function: Callable
-    paper: str
-    arxiv: str | None
-    samplings: tuple[str, ...]
-    lossless: bool
-    closed_form: Callable | None
-    closed_form_samplings: tuple[str, ...]
-    cost: str
+    paper: str = ""
+    arxiv: str | None = None
+    samplings: tuple[str, ...] = SAMPLINGS
+    lossless: bool = True
+    closed_form: Callable | None = None
+    closed_form_samplings: tuple[str, ...] = ()
+    cost: str = ""
     n_values: tuple[int, ...] | None = None
     needs_draft_law: bool = True
+    protocol: str = "coins"
+    kernel: str | None = None
+    torch_form: str | None = None
+    uniforms: Callable | None = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidParameterError(f"name must be a non-empty str; got {self.name!r}")
+        if not callable(self.function):
+            raise InvalidParameterError(
+                f"function of verifier {self.name!r} must be callable; got {self.function!r}"
+            )
+        if self.protocol not in PROTOCOLS:
+            raise InvalidParameterError(
+                f"protocol of verifier {self.name!r} must be one of {PROTOCOLS}; "
+                f"got {self.protocol!r}"
+            )
+        object.__setattr__(self, "samplings", tuple(self.samplings))
+        object.__setattr__(self, "closed_form_samplings", tuple(self.closed_form_samplings))
         bad = [s for s in self.samplings if s not in SAMPLINGS]
-        if bad or not set(self.closed_form_samplings) <= set(self.samplings):
-            raise InvalidParameterError(f"verifier {self.name!r} lists unknown draft laws {bad}")
+        if bad or not self.samplings:
+            raise InvalidParameterError(
+                f"verifier {self.name!r} lists unknown draft laws {bad or self.samplings!r}"
+            )
+        if not set(self.closed_form_samplings) <= set(self.samplings):
+            raise InvalidParameterError(
+                f"verifier {self.name!r}: closed_form_samplings {self.closed_form_samplings} "
+                f"are not among its samplings {self.samplings}"
+            )
+        for field, key in (("kernel", self.kernel), ("torch_form", self.torch_form)):
+            if key is None:
+                continue
+            owner = _KERNEL_OF.get(key)
+            if owner is None or owner is not self.function:
+                raise InvalidParameterError(
+                    f"verifier {self.name!r}: {field}={key!r} implements "
+                    f"{_describe(owner)}, not {_describe(self.function)}; a {field} is "
+                    "dispatched by the function it implements, never by name"
+                )
+            if self.uniforms is None:
+                raise InvalidParameterError(
+                    f"verifier {self.name!r}: a {field} needs uniforms(n), its coin budget"
+                )
+        owner = _CLOSED_FORM_OF.get(self.closed_form)
+        if owner is not None and owner is not self.function:
+            raise InvalidParameterError(
+                f"verifier {self.name!r}: closed_form {_describe(self.closed_form)} is the "
+                f"acceptance of {_describe(owner)}, not of {_describe(self.function)}"
+            )
+
+    def __call__(self, *args, **kwargs):
+        """Call :attr:`function` (so a decorated function stays callable)."""
+        return self.function(*args, **kwargs)
+
+    @property
+    def exact(self) -> bool:
+        """Whether its law can be enumerated exactly (the coins protocol)."""
+        return self.protocol == "coins"
+
+    def supports(self, n: int, sampling: str) -> bool:
+        """Whether it is valid with ``n`` drafts drawn under ``sampling``."""
+        return sampling in self.samplings and (self.n_values is None or n in self.n_values)
+
+    def closed_form_for(self, sampling: str):
+        """Its closed-form acceptance under ``sampling``, or None."""
+        if self.closed_form is not None and sampling in self.closed_form_samplings:
+            return self.closed_form
+        return None
 
 
 _ALL = SAMPLINGS
+
+
+def _builtin(name, function, *args, uniforms=None, **kwargs):
+    """A built-in record; ``uniforms`` given means it has a numba kernel and a torch form."""
+    fast = {} if uniforms is None else {"kernel": name, "torch_form": name, "uniforms": uniforms}
+    return Verifier(name, function, *args, **kwargs, **fast)
+
+
 _ENTRIES = [
-    Verifier("sd", sd, "Leviathan, Kalman, Matias; Chen et al.", "2211.17192, 2302.01318",
-             _ALL, True, cf.sd_acceptance, _ALL, "O(V)", n_values=(1,)),
-    Verifier("rrs", rrs, "Miao et al., SpecInfer (multi-step speculative sampling)",
-             "2305.09781", ("iid",), True, cf.rrs_acceptance, ("iid",), "O(nV)"),
-    Verifier("rrs_wor", rrs_wor, "Jeon et al., RSD; Chen et al., Sequoia; EAGLE",
-             "2402.14160, 2402.12374", ("without_replacement",), True, None, (), "O(nV)"),
-    Verifier("kseq", kseq, "Sun et al., SpecTr (K-SEQ)", "2310.15141", ("iid",), True,
-             cf.kseq_acceptance, ("iid",), "O(V log 1/eps) bisection for rho*, then O(n + V)"),
-    Verifier("spechub", spechub, "R. Sun et al., SpecHub", "2411.05289", ("greedy",), True,
-             cf.spechub_acceptance, ("greedy",), "O(V)", n_values=(2,)),
-    Verifier("greedy", greedy,
-             "Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang, "
-             "Towards Optimal Multi-draft SD",
+    _builtin("sd", sd, "Leviathan, Kalman, Matias; Chen et al.", "2211.17192, 2302.01318",
+             _ALL, True, cf.sd_acceptance, _ALL, "O(V)", n_values=(1,), uniforms=_two),
+    _builtin("rrs", rrs, "Miao et al., SpecInfer (multi-step speculative sampling)",
+             "2305.09781", ("iid",), True, cf.rrs_acceptance, ("iid",), "O(nV)",
+             uniforms=_per_draft),
+    _builtin("rrs_wor", rrs_wor, "Jeon et al., RSD; Chen et al., Sequoia; EAGLE",
+             "2402.14160, 2402.12374", ("without_replacement",), True, None, (), "O(nV)",
+             uniforms=_per_draft),
+    _builtin("kseq", kseq, "Sun et al., SpecTr (K-SEQ)", "2310.15141", ("iid",), True,
+             cf.kseq_acceptance, ("iid",), "O(V log 1/eps) bisection for rho*, then O(n + V)",
+             uniforms=_per_draft),
+    _builtin("spechub", spechub, "R. Sun et al., SpecHub", "2411.05289", ("greedy",), True,
+             cf.spechub_acceptance, ("greedy",), "O(V)", n_values=(2,), uniforms=_four),
+    _builtin("greedy", greedy, "Hu, Zheng, Liu, Huang, Towards Optimal Multi-draft SD",
              "2502.18779", ("greedy",), True, cf.greedy_acceptance, ("greedy",),
-             "O(V) (plus top-(n-1) selection)"),
-    Verifier("nss", nss, "Miao et al., SpecInfer (naive sampling); point-mass recursion",
+             "O(V) (plus top-(n-1) selection)", uniforms=_two),
+    _builtin("nss", nss, "Miao et al., SpecInfer (naive sampling); point-mass recursion",
              "2305.09781", _ALL, True, cf.nss_acceptance, ("iid", "greedy"), "O(nV)",
-             needs_draft_law=False),
-    Verifier("naive", naive, "Thomas et al., Alg. 7 (SD on the first draft)", None,
-             ("iid", "without_replacement"), True, cf.naive_acceptance, ("iid",), "O(V)"),
-    Verifier("khisti", khisti, "Khisti et al., canonical decomposition (IS + SD)",
+             needs_draft_law=False, uniforms=_per_draft),
+    _builtin("naive", naive, "Thomas et al., Alg. 7 (SD on the first draft)", None,
+             ("iid", "without_replacement"), True, cf.naive_acceptance, ("iid",), "O(V)",
+             uniforms=_two),
+    _builtin("khisti", khisti, "Khisti et al., canonical decomposition (IS + SD)",
              "2410.18234", _ALL, True, None, (),
              "transport LP over draft sets once per instance, then O(V)"),
-    Verifier("optimal_lp", optimal_lp, "Sun et al., SpecTr / Hu et al. (optimal transport LP)",
+    _builtin("optimal_lp", optimal_lp, "Sun et al., SpecTr / Hu et al. (optimal transport LP)",
              "2310.15141, 2502.18779", _ALL, True, None, (),
              "transport LP over draft sets once per instance, then O(V)"),
-    Verifier("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
-             _ALL, False, None, (), "O(V)", needs_draft_law=False),
+    _builtin("optimal", optimal, "Thomas & Pal (Global Resolution); polymatroid tier mixture",
+             "2511.15898, 2410.18234", ("iid", "greedy"), True, None, (),
+             "O(V log V) plan per row, then O(n^2) per trial"),
+    _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
+             _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip
 
-#: Registered verifiers by name.
+#: Registered verifiers by name: the built-in ones, then those added with
+#: :func:`register_verifier`.
 REGISTRY: dict[str, Verifier] = {v.name: v for v in _ENTRIES}
+_BUILTIN_NAMES = frozenset(REGISTRY)
+
+
+def _protocol_of(fn) -> str | None:
+    """``"coins"`` if ``fn`` takes a ``sampling`` keyword and four positional
+    arguments, ``"blackbox"`` if it takes exactly four positional arguments
+    and no ``sampling``; None when its signature says neither."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    positional = [
+        q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+    ]
+    varargs = any(q.kind == q.VAR_POSITIONAL for q in params)
+    required = [q for q in positional if q.default is q.empty]
+    fits_four = len(required) <= 4 and (len(positional) >= 4 or varargs)
+    if "sampling" in sig.parameters or any(q.kind == q.VAR_KEYWORD for q in params):
+        return "coins" if fits_four else None
+    return "blackbox" if fits_four else None
+
+
+def as_verifier(verifier, *, protocol: str | None = None) -> Verifier:
+    """A :class:`Verifier` for a registry name, a record or a plain function.
+
+    A plain function becomes an unregistered record named after it, with no
+    kernel, torch form or closed form (so it always runs its own code).  Its
+    protocol is ``protocol`` when given, else read from its signature: a
+    ``sampling`` keyword means the coins protocol ``fn(p, q, drafts, coins, *,
+    sampling)``; four positional parameters and no ``sampling`` mean the
+    black-box protocol ``fn(target, draft, drafts, rng)``.  Use
+    :func:`verifier` (or build a :class:`Verifier`) to state it explicitly.
+
+    Examples
+    --------
+    >>> as_verifier("rrs") is REGISTRY["rrs"]
+    True
+    >>> def mine(target, draft, drafts, rng):
+    ...     return int(drafts[0])
+    >>> v = as_verifier(mine)
+    >>> v.name, v.protocol, v.kernel
+    ('mine', 'blackbox', None)
+    """
+    if isinstance(verifier, Verifier):
+        if protocol is not None and protocol != verifier.protocol:
+            raise InvalidParameterError(
+                f"verifier {verifier.name!r} has protocol {verifier.protocol!r}, not {protocol!r}"
+            )
+        return verifier
+    if isinstance(verifier, str):
+        if verifier in REGISTRY:
+            return REGISTRY[verifier]
+        raise InvalidParameterError(
+            f"verifier must be a Verifier, a function or one of {', '.join(map(repr, REGISTRY))}; "
+            f"got {verifier!r}"
+        )
+    if callable(verifier):
+        found = protocol or _protocol_of(verifier)
+        if found is None:
+            raise InvalidParameterError(
+                f"cannot tell the protocol of verifier {verifier!r} from its signature: write "
+                "fn(p, q, drafts, coins, *, sampling) (coins protocol) or "
+                "fn(target, draft, drafts, rng) (black box), or wrap it with "
+                "spectheory.verifier(protocol=...)"
+            )
+        name = getattr(verifier, "__name__", None) or type(verifier).__name__
+        return Verifier(name, verifier, protocol=found)
+    raise InvalidParameterError(
+        f"verifier must be a Verifier, a function or one of {', '.join(map(repr, REGISTRY))}; "
+        f"got {verifier!r}"
+    )
 
 
 def get_verifier(verifier) -> Verifier:
-    """Resolve a registry name (or pass a :class:`Verifier` through).
+    """Resolve a registry name, pass a :class:`Verifier` through, or wrap a function.
+
+    Same as :func:`as_verifier`.
 
     Examples
     --------
     >>> get_verifier("rrs").samplings
     ('iid',)
     """
-    if isinstance(verifier, Verifier):
-        return verifier
-    if isinstance(verifier, str) and verifier in REGISTRY:
-        return REGISTRY[verifier]
-    raise InvalidParameterError(
-        f"verifier must be a Verifier or one of {', '.join(map(repr, REGISTRY))}; got {verifier!r}"
-    )
+    return as_verifier(verifier)
+
+
+def verifier(function=None, *, name=None, protocol="coins", **facts):
+    """Decorator: state a function's protocol and facts; returns a :class:`Verifier`.
+
+    The record is callable like the function.  ``facts`` are the other
+    :class:`Verifier` fields (``samplings``, ``lossless``, ``n_values``,
+    ``needs_draft_law``, ``closed_form``, ...).
+
+    Examples
+    --------
+    >>> @verifier(samplings=("iid",))
+    ... def first_draft(p, q, drafts, coins, *, sampling):
+    ...     return drafts[0]
+    >>> first_draft.name, first_draft.protocol, first_draft.samplings
+    ('first_draft', 'coins', ('iid',))
+    """
+
+    def wrap(fn):
+        return Verifier(name or getattr(fn, "__name__", repr(fn)), fn, protocol=protocol, **facts)
+
+    return wrap if function is None else wrap(function)
+
+
+def register_verifier(record: Verifier, *, replace: bool = False) -> Verifier:
+    """Add a user's :class:`Verifier` to :data:`REGISTRY` under its name.
+
+    Registered, it can be named by a string everywhere (``check_lossless("mine",
+    ...)``, ``replay(..., verifiers=("mine",))``, the command line).  Built-in
+    names cannot be taken; another user record of the same name is replaced
+    only with ``replace=True``.
+
+    Examples
+    --------
+    >>> @verifier(samplings=("iid",), lossless=False)
+    ... def always_first(p, q, drafts, coins, *, sampling):
+    ...     return drafts[0]
+    >>> register_verifier(always_first) is REGISTRY["always_first"]
+    True
+    >>> unregister_verifier("always_first")
+    """
+    if not isinstance(record, Verifier):
+        raise InvalidParameterError(
+            f"record must be a Verifier (see spectheory.verifier); got {type(record).__name__}"
+        )
+    if record.name in _BUILTIN_NAMES:
+        raise InvalidParameterError(
+            f"name {record.name!r} belongs to a built-in verifier; register yours under another"
+        )
+    if record.name in REGISTRY and not replace and REGISTRY[record.name] is not record:
+        raise InvalidParameterError(
+            f"a verifier named {record.name!r} is already registered; pass replace=True"
+        )
+    REGISTRY[record.name] = record
+    return record
+
+
+def unregister_verifier(name: str) -> None:
+    """Remove a user verifier registered with :func:`register_verifier`."""
+    if name in _BUILTIN_NAMES:
+        raise InvalidParameterError(f"name {name!r} is a built-in verifier; it cannot be removed")
+    if name not in REGISTRY:
+        raise InvalidParameterError(f"no user verifier named {name!r} is registered")
+    del REGISTRY[name]
+
+
+def builtin_names(fact: str) -> tuple[str, ...]:
+    """Names of the built-in verifiers that have ``fact`` (``"kernel"``,
+    ``"torch_form"`` or ``"closed_form"``), in registry order."""
+    return tuple(v.name for v in _ENTRIES if getattr(v, fact) is not None)
