@@ -57,7 +57,7 @@ def test_early_exit_uses_final_norm_and_head(smol):
 def test_parse_draft_errors():
     with pytest.raises(stt.InvalidParameterError, match=r"< 30"):
         lm.parse_draft("exit:30", num_layers=30)
-    with pytest.raises(stt.InvalidParameterError, match=r"'exit:L' or 'ngram:K'; got 'medusa'"):
+    with pytest.raises(stt.InvalidParameterError, match=r"'logits:NAME'; got 'medusa'"):
         lm.parse_draft("medusa")
 
 
@@ -196,7 +196,7 @@ def test_cli_trace_record_reuses_the_cache(small_trace, tmp_cache, capsys, monke
     out = capsys.readouterr().out
     assert f"trace {SMALL.key()}: {small_trace.num_positions} positions x 49152 tokens" in out
     assert main(["trace", "record", "--prompts", "1-x"]) == 2
-    assert "--prompts must look like" in capsys.readouterr().err
+    assert "--prompts: must look like" in capsys.readouterr().err
 
 
 def test_check_lossless_on_real_trace_positions(small_trace):

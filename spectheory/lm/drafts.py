@@ -19,6 +19,12 @@ refer to them:
 ``"quant:TYPE"``
     The target itself with its weights re-quantised to the GGUF type
     ``TYPE`` (for example ``Q4_0``) and de-quantised (:mod:`.quantised`).
+``"lm:PATH"``
+    A separate causal LM sharing the target's tokenizer: a local Hugging
+    Face folder or a ``.gguf`` file (:mod:`.draft_lm`).
+``"logits:NAME"``
+    Logits recorded elsewhere and stored in a trace built from arrays
+    (:meth:`spectheory.lm.Trace.from_arrays`).
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 
-__all__ = ["STORED_KINDS", "early_exit_logits", "ngram_distribution", "parse_draft"]
+__all__ = ["STORED_KINDS", "early_exit_logits", "exit_head", "ngram_distribution", "parse_draft"]
 
 _SPEC = re.compile(r"^(exit|ngram|adapter):(\d+)$")
 _QUANT = re.compile(r"^quant:([A-Z][A-Z0-9_]*)$")
+_NAMED = re.compile(r"^(lm|logits):(\S.*)$")
 
 #: Draft kinds whose logits a trace stores (the n-gram draft is rebuilt from tokens).
-STORED_KINDS = ("exit", "adapter", "quant")
+STORED_KINDS = ("exit", "adapter", "quant", "lm", "logits")
 
 
 def parse_draft(spec: str, num_layers: int | None = None) -> tuple[str, int | str]:
@@ -50,13 +57,18 @@ def parse_draft(spec: str, num_layers: int | None = None) -> tuple[str, int | st
     ('adapter', 8)
     >>> parse_draft("quant:Q4_0")
     ('quant', 'Q4_0')
+    >>> parse_draft("lm:/models/draft")
+    ('lm', '/models/draft')
     """
     if isinstance(spec, str) and (mq := _QUANT.match(spec)) is not None:
         return "quant", mq.group(1)
+    if isinstance(spec, str) and (mn := _NAMED.match(spec)) is not None:
+        return mn.group(1), mn.group(2)
     m = _SPEC.match(spec) if isinstance(spec, str) else None
     if m is None:
         raise InvalidParameterError(
-            f"draft must look like 'adapter:L', 'quant:TYPE', 'exit:L' or 'ngram:K'; got {spec!r}"
+            f"draft must look like 'adapter:L', 'quant:TYPE', 'exit:L', 'ngram:K', 'lm:PATH' "
+            f"or 'logits:NAME'; got {spec!r}"
         )
     kind, k = m.group(1), int(m.group(2))
     if kind == "adapter" and not (1 <= k and (num_layers is None or k < num_layers - 1)):
@@ -70,13 +82,50 @@ def parse_draft(spec: str, num_layers: int | None = None) -> tuple[str, int | st
     return kind, k
 
 
+#: Where causal-LM architectures keep the final norm applied before the LM head.
+_FINAL_NORMS = (
+    ("model", "norm"),  # Llama, Mistral, Qwen2/3, Gemma, SmolLM, Phi-3, OLMo
+    ("transformer", "ln_f"),  # GPT-2, GPT-J, Bloom, Falcon, CodeGen
+    ("gpt_neox", "final_layer_norm"),  # GPT-NeoX, Pythia
+    ("model", "decoder", "final_layer_norm"),  # OPT
+    ("model", "final_layernorm"),  # Phi-1/2
+)
+
+
+def exit_head(model):
+    """The final norm and the LM head of a Hugging Face causal LM: ``(norm, head)``.
+
+    The norm is found by architecture (:data:`_FINAL_NORMS`, the attribute
+    paths of Llama-, GPT-2-, GPT-NeoX-, OPT- and Phi-style models), the head
+    is ``model.get_output_embeddings()``; the number of layers comes from
+    ``model.config.num_hidden_layers``.
+
+    Raises
+    ------
+    InvalidParameterError
+        An architecture whose final norm is not at a known place.
+    """
+    for path in _FINAL_NORMS:
+        obj = model
+        for attr in path:
+            obj = getattr(obj, attr, None)
+            if obj is None:
+                break
+        if obj is not None and callable(obj):
+            return obj, model.get_output_embeddings()
+    raise InvalidParameterError(
+        f"cannot find the final norm of a {type(model).__name__} (looked for "
+        f"{', '.join('.'.join(p) for p in _FINAL_NORMS)}); early-exit drafts need it"
+    )
+
+
 def early_exit_logits(model, hidden_states, layer: int):
     """Logits of the early-exit draft after ``layer`` decoder layers.
 
     Parameters
     ----------
-    model : transformers Llama-style causal LM
-        Its ``model.norm`` (final RMSNorm) and ``lm_head`` are reused, frozen.
+    model : transformers causal LM
+        Its final norm and LM head (:func:`exit_head`) are reused, frozen.
     hidden_states : tuple of tensors
         ``output_hidden_states=True`` output: entry 0 is the embeddings, entry
         ``l`` the output of layer ``l`` (the last entry is already normed).
@@ -86,7 +135,8 @@ def early_exit_logits(model, hidden_states, layer: int):
     -------
     torch.Tensor, (..., V)
     """
-    return model.lm_head(model.model.norm(hidden_states[layer]))
+    norm, head = exit_head(model)
+    return head(norm(hidden_states[layer]))
 
 
 def ngram_distribution(context, vocab_size: int, order: int = 3) -> np.ndarray:

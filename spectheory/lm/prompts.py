@@ -8,7 +8,7 @@ recorded (:func:`spectheory.lm.trace.record_trace`).
 
 from __future__ import annotations
 
-__all__ = ["CATEGORIES", "PROMPTS"]
+__all__ = ["CATEGORIES", "PROMPTS", "encode_prompt", "load_prompts", "prompt_set"]
 
 #: (category, prompt) pairs, in a fixed order: prompt ids are indices here.
 PROMPTS: tuple[tuple[str, str], ...] = (
@@ -91,3 +91,126 @@ PROMPTS: tuple[tuple[str, str], ...] = (
 
 #: The category names in order of first appearance.
 CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for c, _ in PROMPTS))
+
+
+def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
+    """Read a prompt file: ``((category, content, mode), ...)``.
+
+    Two layouts, by extension:
+
+    ``.jsonl``
+        One JSON object per non-blank line, with exactly one of ``"prompt"``
+        (a string: one user turn, put through the tokenizer's chat template
+        when it has one, else used raw), ``"text"`` (a string used raw, no
+        template) or ``"messages"`` (a list of ``{"role", "content"}``
+        objects: a chat, which needs a chat template); and optionally
+        ``"category"`` (a string, default ``"file"``).
+    any other extension (``.txt``)
+        One prompt per non-blank line, each one user turn (as ``"prompt"``).
+
+    ``mode`` is ``"user"``, ``"raw"`` or ``"messages"``.
+
+    Raises
+    ------
+    InvalidParameterError
+        Missing or unreadable file, bad JSON, a line of another shape, or no
+        prompt at all; the message names the file and the line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "p.jsonl"
+    >>> _ = f.write_text('{"prompt": "Hi"}\\n{"text": "Once upon", "category": "story"}\\n')
+    >>> load_prompts(f)
+    (('file', 'Hi', 'user'), ('story', 'Once upon', 'raw'))
+    """
+    import json
+    from pathlib import Path
+
+    from .._errors import InvalidParameterError
+
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidParameterError(f"prompt file {str(path)!r} cannot be read: {exc}") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"prompt file {str(path)!r} line {n}"
+        if path.suffix != ".jsonl":
+            out.append(("file", line.strip(), "user"))
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidParameterError(f"{where} is not JSON: {exc}") from None
+        keys = [k for k in ("prompt", "text", "messages") if isinstance(doc, dict) and k in doc]
+        if len(keys) != 1:
+            raise InvalidParameterError(
+                f"{where} must be an object with exactly one of 'prompt', 'text' or "
+                f"'messages'; got {line.strip()[:80]!r}"
+            )
+        category = doc.get("category", "file")
+        content = doc[keys[0]]
+        if not isinstance(category, str):
+            raise InvalidParameterError(f"{where}: category must be a string; got {category!r}")
+        if keys[0] == "messages":
+            ok = isinstance(content, list) and content and all(
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+                for m in content
+            )
+            if not ok:
+                raise InvalidParameterError(
+                    f"{where}: messages must be a non-empty list of "
+                    f"{{'role': str, 'content': str}}; got {content!r}"
+                )
+            out.append((category, [dict(m) for m in content], "messages"))
+        else:
+            if not isinstance(content, str):
+                raise InvalidParameterError(f"{where}: {keys[0]} must be a string; got {content!r}")
+            out.append((category, content, "user" if keys[0] == "prompt" else "raw"))
+    if not out:
+        raise InvalidParameterError(f"prompt file {str(path)!r} holds no prompt")
+    return tuple(out)
+
+
+def prompt_set(prompt_file: str = "") -> tuple[tuple[str, object, str], ...]:
+    """The built-in prompts (``prompt_file=""``) or a file's, as ``(category, content, mode)``."""
+    if not prompt_file:
+        return tuple((c, text, "user") for c, text in PROMPTS)
+    return load_prompts(prompt_file)
+
+
+def encode_prompt(tokenizer, content, mode: str, where: str = "prompt"):
+    """Token ids (int64 numpy array) of one prompt for ``tokenizer``.
+
+    ``"user"``: one user turn through the chat template when the tokenizer
+    has one (and raw text otherwise); ``"raw"``: the text as is (with the
+    tokenizer's usual special tokens); ``"messages"``: the chat through the
+    template (an error without one).  A prompt that tokenizes to nothing
+    raises :class:`~spectheory.InvalidParameterError` naming ``where``.
+    """
+    import numpy as np
+
+    from .._errors import InvalidParameterError
+
+    template = getattr(tokenizer, "chat_template", None)
+    if mode == "messages" and not template:
+        raise InvalidParameterError(
+            f"{where} is a chat (messages) but the tokenizer has no chat template"
+        )
+    if mode == "raw" or (mode == "user" and not template):
+        ids = tokenizer(content)["input_ids"]
+    else:
+        messages = content if mode == "messages" else [{"role": "user", "content": content}]
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        if not isinstance(ids, list):  # a BatchEncoding in some transformers versions
+            ids = ids["input_ids"]
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if ids.size == 0:
+        raise InvalidParameterError(f"{where} tokenizes to no tokens; got {content!r}")
+    return ids

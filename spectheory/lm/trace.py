@@ -21,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
+import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,76 +31,141 @@ from pathlib import Path
 import numpy as np
 
 from .. import _files
-from .._errors import InvalidParameterError, TraceError
-from .._validate import check_positive_int
-from .drafts import STORED_KINDS, ngram_distribution, parse_draft
-from .prompts import PROMPTS
+from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
+from .._validate import check_positive_int, check_rng
+from .cache import cache_dir
+from .drafts import ngram_distribution, parse_draft
+from .prompts import encode_prompt, prompt_set
 
 __all__ = ["FORMAT_VERSION", "Trace", "TraceSettings", "cache_dir", "load_trace", "record_trace"]
 
 #: Version of the file layout; part of the cache key.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
-def cache_dir() -> Path:
-    """The cache folder: ``$SPECTHEORY_CACHE_DIR`` or ``~/.cache/spectheory``."""
-    return Path(os.environ.get("SPECTHEORY_CACHE_DIR", Path.home() / ".cache" / "spectheory"))
+def _check_settings_int(value, name, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise InvalidParameterError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)
 class TraceSettings:
-    """What a trace records; its hash is the cache key.
+    """What a trace records; with the model's fingerprint, its hash is the cache key.
 
     Attributes
     ----------
     model : str
-        ``"smollm2-135m-instruct"`` or a local model folder.
+        ``"smollm2-135m-instruct"``, a local Hugging Face model folder, a
+        ``.gguf`` file, the name of a model object passed as ``loaded``
+        (:meth:`~spectheory.lm.LoadedModel.from_model`), or ``"arrays:NAME"``
+        for a trace built from arrays (:meth:`Trace.from_arrays`).
     drafts : tuple of str
         Draft specifications (``"exit:L"``, ``"adapter:L"``, ``"quant:TYPE"``,
-        ``"ngram:K"``; see :mod:`.drafts`).
-    prompts : tuple of int
-        Indices into :data:`spectheory.lm.prompts.PROMPTS`.
+        ``"ngram:K"``, ``"lm:PATH"``, ``"logits:NAME"``; see :mod:`.drafts`).
+    prompts : tuple of int, optional
+        Indices into the prompt set (default: all of it).
     max_new_tokens : int
         Continuation length per prompt (shorter if the model ends its turn).
     temperature : float
         Temperature of the target's sampling of the continuation (0: greedy).
     seed : int
-        Seed of the sampling (numpy Generator, one stream per prompt).
+        Seed of the sampling (numpy Generator, one stream per prompt), >= 0.
+    prompt_file : str
+        ``""`` for the built-in prompts (:data:`~spectheory.lm.prompts.PROMPTS`),
+        else a text or JSON-lines prompt file
+        (:func:`~spectheory.lm.prompts.load_prompts`); the SHA-256 of its
+        bytes is part of the cache key.
     """
 
     model: str = "smollm2-135m-instruct"
     drafts: tuple[str, ...] = ("exit:15", "exit:25", "ngram:3")
-    prompts: tuple[int, ...] = tuple(range(len(PROMPTS)))
+    prompts: tuple[int, ...] | None = None
     max_new_tokens: int = 24
     temperature: float = 1.0
     seed: int = 0
+    prompt_file: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.model, str) or not self.model:
+            raise InvalidParameterError(f"model must be a non-empty string; got {self.model!r}")
         check_positive_int(self.max_new_tokens, "max_new_tokens")
-        if not (isinstance(self.temperature, (int, float)) and self.temperature >= 0):
-            raise InvalidParameterError(f"temperature must be >= 0; got {self.temperature!r}")
-        bad = [i for i in self.prompts if not 0 <= int(i) < len(PROMPTS)]
-        if bad or not self.prompts:
+        t = self.temperature
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= t < math.inf:
+            raise InvalidParameterError(f"temperature must be a finite number >= 0; got {t!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
+            raise InvalidParameterError(f"seed must be a non-negative integer; got {self.seed!r}")
+        check_rng(self.seed, "seed")
+        if not isinstance(self.prompt_file, str):
             raise InvalidParameterError(
-                f"prompts must be a non-empty list of ids in [0, {len(PROMPTS)}); got {bad or '[]'}"
+                f"prompt_file must be a path string ('' for the built-in prompts); "
+                f"got {self.prompt_file!r}"
             )
+        external = self.model.startswith("arrays:")
+        size = None if external else len(prompt_set(self.prompt_file))
+        prompts = tuple(range(size)) if self.prompts is None and size else self.prompts
+        if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__iter__"):
+            raise InvalidParameterError(
+                f"prompts must be a sequence of prompt ids; got {prompts!r}"
+            )
+        prompts = tuple(prompts)
+        bad = [
+            i
+            for i in prompts
+            if isinstance(i, bool)
+            or not isinstance(i, numbers.Integral)
+            or i < 0
+            or (size is not None and i >= size)
+        ]
+        if bad or not prompts:
+            top = "" if size is None else f" in [0, {size})"
+            raise InvalidParameterError(
+                f"prompts must be a non-empty list of integer ids{top}; got {bad or '[]'}"
+            )
+        object.__setattr__(self, "prompts", tuple(int(i) for i in prompts))
+        if isinstance(self.drafts, str) or not hasattr(self.drafts, "__iter__"):
+            raise InvalidParameterError(f"drafts must be a sequence of specs; got {self.drafts!r}")
+        object.__setattr__(self, "drafts", tuple(self.drafts))
         for d in self.drafts:
             parse_draft(d)
 
-    def key(self) -> str:
-        """SHA-256 of the canonical JSON of the settings and the format version (16 hex).
+    def key(self, loaded=None) -> str:
+        """SHA-256 (16 hex) of the settings, the format and the fingerprints of what is recorded.
 
-        With ``"adapter:L"`` drafts the SHA-256 of each cached adapter's
-        weights is part of the key (a retrained adapter gives a new trace); a
-        missing adapter raises :class:`~spectheory.TraceError` with the
-        training command.
+        The canonical JSON hashed holds the settings, :data:`FORMAT_VERSION`
+        and the fingerprints of: the target's weights and tokenizer
+        (:meth:`~spectheory.lm.LoadedModel.fingerprint` of ``loaded``, else
+        :func:`~spectheory.lm.fingerprint.file_fingerprint` of the files
+        ``model`` names); each ``"adapter:L"`` draft's weights (a missing
+        adapter raises :class:`~spectheory.TraceError` with the training
+        command); each ``"lm:PATH"`` draft's files; and the prompt file's
+        bytes.  A model object in memory (no files) needs ``loaded``.
         """
         doc = {"format": FORMAT_VERSION, **dataclasses.asdict(self)}
-        weights = _adapter_fingerprints(self.model, self.drafts)
-        if weights:
-            doc["adapter_weights"] = weights
+        if not doc["prompt_file"]:
+            del doc["prompt_file"]  # keeps the key of the built-in prompt set's settings short
+        doc["fingerprints"] = self.fingerprints(loaded)
         blob = json.dumps(doc, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def fingerprints(self, loaded=None) -> dict:
+        """The fingerprints in :meth:`key`: ``{"model", "prompt_file", draft spec: ...}``."""
+        from ._loader import model_source
+        from .fingerprint import file_fingerprint
+
+        out = {}
+        if loaded is not None:
+            out["model"] = loaded.fingerprint()
+        elif not self.model.startswith(("arrays:", "memory:")):
+            out["model"] = file_fingerprint(model_source(self.model))
+        if self.prompt_file:
+            out["prompt_file"] = hashlib.sha256(Path(self.prompt_file).read_bytes()).hexdigest()
+        out.update(_adapter_fingerprints(self.model, self.drafts))
+        for d in self.drafts:
+            kind, k = parse_draft(d)
+            if kind == "lm":
+                out[d] = file_fingerprint(model_source(str(k)))
+        return out
 
 
 def _adapter_fingerprints(model, drafts) -> dict:
@@ -162,15 +228,38 @@ class Trace:
     @property
     def settings(self) -> TraceSettings:
         """The settings the trace was recorded with."""
-        raw = self.metadata["settings"]
+        raw = self.metadata.get("settings")
+        if not isinstance(raw, dict):
+            raise TraceError("this trace's metadata holds no recording settings")
         return TraceSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
 
     @property
     def drafts(self) -> tuple[str, ...]:
         return tuple(self.metadata["settings"]["drafts"])
 
+    def _rows(self, rows, name="rows") -> np.ndarray:
+        """``rows`` as int64 positions, each in [0, num_positions) (no wrapping of -1)."""
+        n = self.num_positions
+        if rows is None:
+            return np.arange(n)
+        arr = np.asarray(rows)
+        if arr.ndim > 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise InvalidParameterError(
+                f"{name} must be an integer position or a 1-D sequence of them; got {rows!r}"
+            )
+        arr = arr.astype(np.int64).reshape(-1) if arr.size else np.zeros(0, np.int64)
+        bad = arr[(arr < 0) | (arr >= n)]
+        if bad.size:
+            raise InvalidParameterError(
+                f"{name} must be positions in [0, {n}) of this trace; got {int(bad[0])}"
+            )
+        return arr
+
     def context(self, i: int) -> np.ndarray:
         """Token ids before position ``i``: its prompt and the continuation so far."""
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise InvalidParameterError(f"i must be an integer position; got {i!r}")
+        i = int(self._rows(i, "i")[0])
         j = int(np.searchsorted(self.metadata["prompt_order"], self.prompt_ids[i]))
         prompt = self.prompt_tokens[self.prompt_offsets[j] : self.prompt_offsets[j + 1]]
         start = i - int(self.steps[i])
@@ -180,26 +269,40 @@ class Trace:
         """Logits of a draft at positions ``rows`` (all by default), float64 (n, V).
 
         n-gram drafts are rebuilt from the tokens: their logits are
-        ``log q`` with ``-inf`` where ``q = 0``.
+        ``log q`` with ``-inf`` where ``q = 0``.  ``rows`` outside
+        ``[0, num_positions)`` raise (a ``-1`` is not the last row).
         """
-        rows = np.arange(self.num_positions) if rows is None else np.asarray(rows)
+        rows = self._rows(rows)
         kind, k = parse_draft(draft)
-        if kind in STORED_KINDS:
+        if kind != "ngram":
             if draft not in self.exit_logits:
                 raise InvalidParameterError(
                     f"draft {draft!r} is not in this trace; it has {list(self.drafts)}"
                 )
             return self.exit_logits[draft][rows].astype(np.float64)
+        if draft not in self.drafts:
+            raise InvalidParameterError(
+                f"draft {draft!r} is not in this trace; it has {list(self.drafts)}"
+            )
         out = np.empty((rows.size, self.vocab_size))
         with np.errstate(divide="ignore"):
             for r, i in enumerate(rows):
                 out[r] = np.log(ngram_distribution(self.context(int(i)), self.vocab_size, k))
         return out
 
-    def save(self, path) -> Path:
-        """Write atomically to ``path`` (safetensors with JSON metadata and checksums)."""
-        from safetensors.numpy import save_file
+    @classmethod
+    def from_arrays(cls, target, drafts, **kwargs) -> Trace:
+        """A trace from logits or probabilities recorded by any framework.
 
+        See :func:`spectheory.lm.arrays.trace_from_arrays` for the
+        parameters and checks; the result goes through ``replay``, ``check
+        --trace``, ``sweep`` and ``report`` like a recorded trace.
+        """
+        from .arrays import trace_from_arrays
+
+        return trace_from_arrays(target, drafts, **kwargs)
+
+    def _tensors(self) -> dict:
         tensors = {
             "target_logits": np.ascontiguousarray(self.target_logits),
             "tokens": self.tokens,
@@ -210,8 +313,25 @@ class Trace:
         }
         for name, arr in self.exit_logits.items():
             tensors[f"exit_logits/{name}"] = np.ascontiguousarray(arr)
-        meta = dict(self.metadata)
+        return tensors
+
+    def save(self, path) -> Path:
+        """Write atomically to ``path`` (safetensors with JSON metadata and checksums).
+
+        The metadata holds the SHA-256 of every tensor's bytes
+        (``"checksums"``) and the SHA-256 of the header (``"header_sha256"``:
+        the canonical JSON of the rest of the metadata and of every tensor's
+        name, dtype, shape and checksum), so that an edit of the header
+        (a dtype, a shape, the settings, the prompt order, a draft's name) is
+        caught on load as surely as an edit of the data.
+        """
+        from safetensors.numpy import save_file
+
+        tensors = self._tensors()
+        meta = {k: v for k, v in self.metadata.items() if k not in ("checksums", "header_sha256")}
+        meta = json.loads(json.dumps(meta))
         meta["checksums"] = {k: _sha256(v) for k, v in tensors.items()}
+        meta["header_sha256"] = _header_sha256(meta, tensors)
         with _files.atomic_path(path) as tmp:
             save_file(tensors, tmp, metadata={"spectheory": json.dumps(meta, sort_keys=True)})
         return Path(path)
@@ -221,34 +341,72 @@ def _sha256(arr: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
 
 
+def _header_sha256(meta: dict, tensors: dict) -> str:
+    """SHA-256 of the canonical JSON of the metadata (less this digest) and the tensor layout."""
+    body = {k: v for k, v in meta.items() if k != "header_sha256"}
+    layout = {k: [np.asarray(v).dtype.str, list(np.shape(v))] for k, v in tensors.items()}
+    blob = json.dumps({"metadata": body, "tensors": layout}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+_REQUIRED = ("target_logits", "tokens", "prompt_ids", "steps", "prompt_tokens", "prompt_offsets")
+
+
 def load_trace(path) -> Trace:
-    """Read a trace, verifying every tensor's checksum.
+    """Read a trace, verifying its header's and every tensor's checksum.
+
+    A plain safetensors file in the array layout of :mod:`spectheory.lm.arrays`
+    (tensors ``target`` and ``draft/<name>``, no spectheory metadata) is read
+    with :func:`~spectheory.lm.arrays.load_arrays`.
 
     Raises
     ------
     TraceError
-        Missing, truncated or corrupted file, or not a spectheory trace.
+        Missing, truncated or corrupted file (tensor bytes or header), missing
+        tensors, or not a spectheory trace.
     """
     path = Path(path)
     header, tensors = _files.read_safetensors(path, "trace file", "numpy")
+    where = f"trace {str(path)!r}"
     if "spectheory" not in header:
-        raise TraceError(f"{str(path)!r} is a safetensors file but not a spectheory trace")
-    meta = json.loads(header["spectheory"])
+        if "target" in tensors:
+            from .arrays import trace_from_tensors
+
+            return trace_from_tensors(tensors, header, str(path))
+        raise TraceError(
+            f"{str(path)!r} is a safetensors file but not a spectheory trace (no spectheory "
+            f"metadata, and no 'target' tensor of the array layout)"
+        )
+    try:
+        meta = json.loads(header["spectheory"])
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{where}: its metadata is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{where}: its metadata is not a JSON object")
     if meta.get("format") != FORMAT_VERSION:
         raise TraceError(
-            f"trace {str(path)!r} has format {meta.get('format')!r}; "
-            f"this version reads {FORMAT_VERSION}"
+            f"{where} has format {meta.get('format')!r}; this version reads {FORMAT_VERSION}"
+            + (" (record it again)" if meta.get("format") == 1 else "")
         )
-    expected = meta.pop("checksums", {})
+    expected = meta.get("checksums")
+    digest = meta.get("header_sha256")
+    if not isinstance(expected, dict) or not isinstance(digest, str):
+        raise TraceError(f"{where}: its metadata lacks the checksums")
     if set(expected) != set(tensors):
+        raise TraceError(f"{where} lists tensors {sorted(expected)}, has {sorted(tensors)}")
+    if _header_sha256(meta, tensors) != digest:
         raise TraceError(
-            f"trace {str(path)!r} lists tensors {sorted(expected)}, has {sorted(tensors)}"
+            f"{where}: its header (metadata, tensor dtypes or shapes) fails its SHA-256 checksum"
         )
     for name, arr in tensors.items():
         if _sha256(arr) != expected[name]:
-            raise TraceError(f"trace {str(path)!r}: tensor {name!r} fails its SHA-256 checksum")
+            raise TraceError(f"{where}: tensor {name!r} fails its SHA-256 checksum")
+    missing = [k for k in _REQUIRED if k not in tensors]
+    if missing:
+        raise TraceError(f"{where} lacks the tensors {missing}")
+    del meta["checksums"], meta["header_sha256"]
     exits = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.startswith("exit_logits/")}
-    return Trace(
+    trace = Trace(
         target_logits=tensors["target_logits"],
         exit_logits=exits,
         tokens=tensors["tokens"],
@@ -258,6 +416,33 @@ def load_trace(path) -> Trace:
         prompt_offsets=tensors["prompt_offsets"],
         metadata=meta,
     )
+    check_layout(trace, where)
+    return trace
+
+
+def check_layout(trace: Trace, where: str = "trace") -> None:
+    """Check that a trace's tensors agree in shape and its listed drafts are stored."""
+    n, v = np.shape(trace.target_logits) if np.ndim(trace.target_logits) == 2 else (-1, -1)
+    if n < 1 or v < 1:
+        raise ShapeMismatchError(
+            f"{where}: target_logits must be (positions, vocabulary); "
+            f"got shape {np.shape(trace.target_logits)}"
+        )
+    for name, arr in trace.exit_logits.items():
+        if np.shape(arr) != (n, v):
+            raise ShapeMismatchError(
+                f"{where}: draft {name!r} has logits of shape {np.shape(arr)}, the target "
+                f"{(n, v)} (a different vocabulary or number of positions)"
+            )
+    for name in ("tokens", "prompt_ids", "steps"):
+        if np.shape(getattr(trace, name)) != (n,):
+            raise ShapeMismatchError(
+                f"{where}: {name} has shape {np.shape(getattr(trace, name))}; expected ({n},)"
+            )
+    settings = trace.metadata.get("settings") or {}
+    for d in settings.get("drafts", ()):
+        if parse_draft(d)[0] != "ngram" and d not in trace.exit_logits:
+            raise TraceError(f"{where}: draft {d!r} is listed but its logits are missing")
 
 
 def _progress(iterable, enabled, total):
@@ -279,26 +464,46 @@ def record_trace(
 ) -> Trace:
     """Record (or reuse from the cache) a trace of the target and its drafts.
 
-    For each prompt, the chat template is applied and the target samples a
+    For each prompt (of the built-in set or ``settings.prompt_file``), the
+    chat template is applied when the tokenizer has one (raw text otherwise,
+    :func:`~spectheory.lm.prompts.encode_prompt`) and the target samples a
     continuation token by token (with a key-value cache) from its processed
     distribution at ``settings.temperature`` (:func:`spectheory.process_logits`,
     numpy Generator seeded by ``(seed, prompt id)``), stopping at the end of
     turn.  At every step the target's logits and, from the same forward pass's
-    hidden states, each early-exit draft's logits are kept.
+    hidden states, each early-exit draft's logits are kept; adapter, quantised
+    and separate-model (``"lm:PATH"``) drafts are run on the same tokens.
+
+    The cache file is ``cache_dir()/traces/<key>.safetensors`` with
+    ``key = settings.key(loaded)``: it changes with the settings and with the
+    fingerprints of the target's and the drafts' weights and tokenizers
+    (:meth:`TraceSettings.key`), so another model never gets this model's
+    trace.  A cached trace also records the fingerprint of the weights in
+    memory (:func:`~spectheory.lm.fingerprint.weights_fingerprint`) and is
+    refused when ``loaded`` has other weights under the same name.
 
     Parameters
     ----------
     settings : TraceSettings, optional
     loaded : spectheory.lm.LoadedModel, optional
-        An already loaded model (must match ``settings.model``).
+        An already loaded model; it must be the model ``settings.model`` names
+        (same name, or loaded from the same file or folder).
     cache : bool
-        Reuse a cached trace with the same settings, and store a new one.
+        Reuse a cached trace with the same key, and store a new one.
     progress : bool
         Show a progress bar on stderr.
 
     Returns
     -------
     Trace
+
+    Raises
+    ------
+    InvalidParameterError
+        ``loaded`` is not the model of ``settings.model``; a prompt that
+        tokenizes to nothing; a draft whose vocabulary differs from the target's.
+    TraceError
+        A corrupt or truncated cache entry (named, with how to remove it).
     """
     import torch
 
@@ -306,36 +511,65 @@ def record_trace(
     from ..distributions import process_logits
     from ._loader import load_model
     from .drafts import early_exit_logits
+    from .fingerprint import weights_fingerprint
 
     settings = settings or TraceSettings()
-    path = cache_dir() / "traces" / f"{settings.key()}.safetensors"
+    if not isinstance(settings, TraceSettings):
+        raise InvalidParameterError(f"settings must be a TraceSettings; got {type(settings)!r}")
+    if settings.model.startswith("arrays:"):
+        raise InvalidParameterError(
+            f"settings.model {settings.model!r} names a trace built from arrays; it cannot be "
+            f"recorded"
+        )
+    if loaded is not None:
+        _check_loaded_matches(loaded, settings.model)
+    elif settings.model.startswith("memory:"):
+        raise InvalidParameterError(
+            f"settings.model {settings.model!r} is a model object in memory: pass it as loaded="
+        )
+    key = settings.key(loaded)
+    path = cache_dir() / "traces" / f"{key}.safetensors"
     if cache and path.is_file():
-        return load_trace(path)
+        try:
+            trace = load_trace(path)
+        except TraceError as exc:
+            raise TraceError(
+                f"the cached trace {str(path)!r} is corrupt or truncated ({exc}); remove it "
+                f"with `spectheory cache clear --kind traces` (or delete the file) and record again"
+            ) from None
+        stored = trace.metadata.get("weights_fingerprint")
+        if loaded is not None and stored != weights_fingerprint(loaded.model, loaded.tokenizer):
+            raise TraceError(
+                f"the cached trace {str(path)!r} was recorded from weights with fingerprint "
+                f"{str(stored)[:16]}, but the model passed as loaded ({loaded.name!r}) has other "
+                f"weights in memory (edited, or another dtype); pass cache=False"
+            )
+        return trace
     loaded = loaded or load_model(settings.model)
     model, tok = loaded.model, loaded.tokenizer
     exits = [parse_draft(d, loaded.num_layers)[1] for d in settings.drafts if d.startswith("exit:")]
     others = _model_drafts(loaded, settings.drafts)
-    eos = {int(t) for t in np.atleast_1d(model.generation_config.eos_token_id)}
+    eos = set()
+    gen = getattr(model, "generation_config", None)
+    if gen is not None and gen.eos_token_id is not None:
+        eos = {int(t) for t in np.atleast_1d(gen.eos_token_id)}
     if tok.eos_token_id is not None:
         eos.add(int(tok.eos_token_id))
     rows_o = {d: [] for d in others}
-    rows_t, rows_e, tokens, pids, steps, ptoks, offsets = (
-        [],
-        {L: [] for L in exits},
-        [],
-        [],
-        [],
-        [],
-        [0],
-    )
+    rows_t, tokens, pids, steps, ptoks, offsets = [], [], [], [], [], [0]
+    rows_e = {L: [] for L in exits}
     order = sorted(int(i) for i in settings.prompts)
+    pset = prompt_set(settings.prompt_file)
+    source = repr(settings.prompt_file) if settings.prompt_file else "the built-in set"
+    encoded = {
+        pid: encode_prompt(tok, pset[pid][1], pset[pid][2], f"prompt {pid} of {source}")
+        for pid in order
+    }
     t0 = time.perf_counter()
     for pid in _progress(order, progress, len(order)):
         rng = np.random.default_rng([settings.seed, pid])
-        messages = [{"role": "user", "content": PROMPTS[pid][1]}]
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
-        ids = ids if torch.is_tensor(ids) else ids["input_ids"]
-        ptoks.append(ids[0].numpy().astype(np.int64))
+        ids = torch.from_numpy(encoded[pid])[None, :]
+        ptoks.append(encoded[pid])
         offsets.append(offsets[-1] + ids.shape[1])
         past, inp = None, ids
         for drafter in others.values():
@@ -365,10 +599,13 @@ def record_trace(
     meta = {
         "format": FORMAT_VERSION,
         "settings": dataclasses.asdict(settings),
-        "key": settings.key(),
+        "key": key,
+        "fingerprints": settings.fingerprints(loaded),
+        "weights_fingerprint": weights_fingerprint(model, tok),
         "model": {
             "name": loaded.name,
-            "source": Path(loaded.source).name,
+            "source": Path(loaded.source).name if loaded.source else "",
+            "architecture": type(model).__name__,
             "num_layers": loaded.num_layers,
             "vocab_size": loaded.vocab_size,
         },
@@ -399,6 +636,31 @@ def record_trace(
     return trace
 
 
+def _check_loaded_matches(loaded, model: str) -> None:
+    """Refuse a loaded model that is not the one ``model`` names (by name or by source path)."""
+    from ._loader import model_source
+
+    if not all(hasattr(loaded, a) for a in ("model", "tokenizer", "name", "source")):
+        raise InvalidParameterError(
+            f"loaded must be a spectheory.lm.LoadedModel (load_model or LoadedModel.from_model); "
+            f"got {type(loaded)!r}"
+        )
+    if loaded.name == model:
+        return
+    if loaded.source and not model.startswith(("arrays:", "memory:")):
+        try:
+            same = Path(model_source(model)).resolve() == Path(loaded.source).resolve()
+        except InvalidParameterError:
+            same = False
+        if same:
+            return
+    raise InvalidParameterError(
+        f"loaded is the model {loaded.name!r} (from {loaded.source or 'memory'!r}), but "
+        f"settings.model is {model!r}: pass TraceSettings(model={loaded.name!r}, ...) to "
+        f"record this model, or load {model!r}"
+    )
+
+
 def _model_drafts(loaded, drafts) -> dict:
     """Step-wise drafters of the stored non-exit model drafts (adapter, quantised), by spec."""
     out = {}
@@ -412,4 +674,8 @@ def _model_drafts(loaded, drafts) -> dict:
             from .quantised import QuantStepper, quantised_model
 
             out[d] = QuantStepper(quantised_model(loaded, str(k)))
+        elif kind == "lm":
+            from .draft_lm import DraftLM
+
+            out[d] = DraftLM.load(str(k), loaded)
     return out

@@ -1,0 +1,329 @@
+"""Traces from arrays: logits or probabilities recorded by any framework.
+
+A :class:`~spectheory.lm.Trace` needs, per position ``i`` of ``N``, the
+target's and each draft's next-token logits over one vocabulary of size
+``V``.  :func:`trace_from_arrays` builds one from numpy (or torch) arrays;
+the result replays, checks, sweeps and reports like a recorded trace.
+
+Array layout on disk (read by :func:`load_arrays` and by
+:func:`~spectheory.lm.load_trace`): a plain safetensors file with
+
+=================  ==========  ===============================================
+tensor             shape       meaning
+=================  ==========  ===============================================
+``target``         (N, V)      target logits (or probabilities, see ``kind``)
+``draft/<name>``   (N, V)      one per draft, same kind as ``target``
+``tokens``         (N,)        optional: token taken at each position
+``prompt_ids``     (N,)        optional: prompt of each position (default 0),
+                               non-decreasing (positions grouped by prompt)
+``steps``          (N,)        optional: index of the position in its prompt's
+                               continuation (default 0, 1, ... per prompt)
+``prompt_tokens``  (M,)        optional: the prompts' tokens, concatenated
+``prompt_offsets`` (P + 1,)    with ``prompt_tokens``: prompt ``j`` is
+                               ``prompt_tokens[o[j]:o[j+1]]``
+=================  ==========  ===============================================
+
+and optional string metadata ``kind`` (``"logits"``, the default, or
+``"probs"``) and ``name`` (the model's name).  Any float dtype is read;
+integers must be integer tensors.
+
+Probabilities are stored as logits ``log p`` (``-inf`` where ``p = 0``), so
+``process_logits(logits, temperature=1)`` gives them back.  Draft names that
+are not draft specifications become ``"logits:<name>"``.  n-gram drafts
+(``ngram_orders``) are rebuilt from ``prompt_tokens`` and ``tokens``, which
+they then require.
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> p = rng.dirichlet(np.ones(5), size=4)
+>>> q = rng.dirichlet(np.ones(5), size=4)
+>>> tr = trace_from_arrays(p, {"small": q}, kind="probs", name="mine")
+>>> tr.drafts, tr.num_positions, tr.vocab_size
+(('logits:small',), 4, 5)
+>>> from spectheory import process_logits
+>>> bool(np.allclose(process_logits(tr.draft_logits("logits:small"), 1.0), q, rtol=1e-6))
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+
+import numpy as np
+
+from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
+from .drafts import parse_draft
+
+__all__ = ["load_arrays", "save_arrays", "trace_from_arrays", "trace_from_tensors"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+def _as_matrix(x, name, kind):
+    """``x`` as a finite (N, V) float64 matrix of logits (``-inf`` allowed) or probabilities."""
+    if type(x).__module__.startswith("torch"):
+        x = x.detach().cpu().float().numpy()
+    arr = np.asarray(x)
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2 or arr.dtype.kind not in "fiu":
+        raise ShapeMismatchError(
+            f"{name} must be a real (positions, vocabulary) matrix with >= 1 row and >= 2 "
+            f"columns; got shape {arr.shape} and dtype {arr.dtype}"
+        )
+    arr = arr.astype(np.float64)
+    if kind == "probs":
+        from .._validate import as_distribution
+
+        probs = as_distribution(arr, name)
+        with np.errstate(divide="ignore"):
+            return np.log(probs)
+    bad = np.isnan(arr) | (arr == np.inf)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise InvalidParameterError(
+            f"{name} row {r} has logit {arr[r, c]!r} at token {c}; logits must be finite or -inf"
+        )
+    empty = np.flatnonzero(np.all(arr == -np.inf, axis=1))
+    if empty.size:
+        raise InvalidParameterError(f"{name} row {empty[0]} is -inf everywhere (no token possible)")
+    return arr
+
+
+def _as_ints(x, name, n=None):
+    arr = np.asarray(x.detach().cpu().numpy() if type(x).__module__.startswith("torch") else x)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise InvalidParameterError(
+            f"{name} must be a 1-D sequence of integers; got shape {arr.shape}, dtype {arr.dtype}"
+        )
+    if n is not None and arr.size != n:
+        raise ShapeMismatchError(f"{name} has {arr.size} entries; the target has {n} positions")
+    return arr.astype(np.int64)
+
+
+def _draft_name(name) -> str:
+    if not isinstance(name, str):
+        raise InvalidParameterError(f"draft names must be strings; got {name!r}")
+    try:
+        kind, _ = parse_draft(name)
+    except InvalidParameterError:
+        if not _NAME.match(name):
+            raise InvalidParameterError(
+                f"draft name must be a draft spec or letters, digits, '_', '.', '-'; got {name!r}"
+            ) from None
+        return f"logits:{name}"
+    if kind == "ngram":
+        raise InvalidParameterError(
+            f"draft {name!r}: n-gram drafts are rebuilt from the tokens; pass ngram_orders"
+        )
+    return name
+
+
+def trace_from_arrays(
+    target,
+    drafts,
+    *,
+    kind: str = "logits",
+    tokens=None,
+    prompt_ids=None,
+    steps=None,
+    prompt_tokens=None,
+    prompt_offsets=None,
+    ngram_orders=(),
+    name: str = "arrays",
+    temperature: float = 1.0,
+    seed: int = 0,
+    dtype: str = "float32",
+):
+    """A :class:`~spectheory.lm.Trace` from the target's and the drafts' logits or probabilities.
+
+    Parameters
+    ----------
+    target : array_like, (N, V)
+        Target logits (``kind="logits"``: finite or ``-inf``) or probabilities
+        (``kind="probs"``: rows of a distribution, checked and renormalised as
+        everywhere in spectheory).
+    drafts : array_like (N, V), or dict of str to array_like (N, V)
+        One draft (named ``"draft"``) or several by name, of the same ``kind``.
+    kind : {"logits", "probs"}
+    tokens : array_like of int, (N,), optional
+        The token taken at each position (default: the target's most likely
+        token; needed for n-gram drafts).
+    prompt_ids, steps : array_like of int, (N,), optional
+        Prompt of each position (non-decreasing; default all 0) and index in
+        its continuation (default 0, 1, ... within each prompt).
+    prompt_tokens : array_like of int or list of them, optional
+        The prompts' tokens: one flat array with ``prompt_offsets``, or a list
+        of one array per prompt (in increasing prompt id); default empty.
+    prompt_offsets : array_like of int, (P + 1,), optional
+    ngram_orders : sequence of int
+        n-gram drafts ``"ngram:K"`` to rebuild from the tokens.
+    name : str
+        Model name; the trace's ``settings.model`` is ``"arrays:<name>"``.
+    temperature, seed
+        Recorded in the settings (the temperature the tokens were sampled at).
+    dtype : {"float32", "float16"}
+        Storage of the logits (recordings use float16).
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    ShapeMismatchError
+        Drafts of another shape than the target (another vocabulary or
+        number of positions); per-position arrays of another length.
+    InvalidParameterError, InvalidDistributionError
+        NaN or +inf logits, rows that are not distributions, bad names,
+        prompt ids that are not grouped, n-gram drafts without tokens.
+    """
+    from .._validate import check_positive_int
+    from .trace import FORMAT_VERSION, Trace, TraceSettings, check_layout
+
+    if kind not in ("logits", "probs"):
+        raise InvalidParameterError(f"kind must be 'logits' or 'probs'; got {kind!r}")
+    if dtype not in ("float32", "float16"):
+        raise InvalidParameterError(f"dtype must be 'float32' or 'float16'; got {dtype!r}")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidParameterError(f"name must be letters, digits, '_', '.', '-'; got {name!r}")
+    t = _as_matrix(target, "target", kind)
+    n, v = t.shape
+    if not isinstance(drafts, dict):
+        drafts = {"draft": drafts}
+    if not drafts and not ngram_orders:
+        raise InvalidParameterError("drafts must hold at least one draft (or pass ngram_orders)")
+    stored = {}
+    for key, arr in drafts.items():
+        spec = _draft_name(key)
+        m = _as_matrix(arr, f"draft {key!r}", kind)
+        if m.shape != (n, v):
+            raise ShapeMismatchError(
+                f"draft {key!r} has shape {m.shape}, the target {(n, v)}: the draft must have "
+                f"the target's vocabulary and number of positions"
+            )
+        stored[spec] = m.astype(dtype)
+    orders = []
+    for k in ngram_orders:
+        orders.append(check_positive_int(k, "ngram_orders"))
+    if orders and (tokens is None or prompt_tokens is None):
+        raise InvalidParameterError("ngram_orders needs tokens and prompt_tokens (their context)")
+    pids = np.zeros(n, np.int64) if prompt_ids is None else _as_ints(prompt_ids, "prompt_ids", n)
+    if pids.size and (pids.min() < 0 or np.any(np.diff(pids) < 0)):
+        raise InvalidParameterError(
+            "prompt_ids must be non-negative and non-decreasing (positions grouped by prompt)"
+        )
+    order = np.unique(pids)
+    starts = np.searchsorted(pids, pids, side="left")
+    st = np.arange(n) - starts if steps is None else _as_ints(steps, "steps", n)
+    if np.any(st < 0) or np.any(st > np.arange(n) - starts):
+        raise InvalidParameterError(
+            "steps must count the positions of each prompt's continuation from 0 up"
+        )
+    toks = np.argmax(t, axis=1) if tokens is None else _as_ints(tokens, "tokens", n)
+    if toks.size and (toks.min() < 0 or toks.max() >= v):
+        raise InvalidParameterError(f"tokens must be ids in [0, {v}); got {int(toks.max())}")
+    if prompt_tokens is None:
+        ptoks, offs = np.zeros(0, np.int64), np.zeros(order.size + 1, np.int64)
+    elif prompt_offsets is None:
+        parts = [_as_ints(p, f"prompt_tokens[{j}]") for j, p in enumerate(prompt_tokens)]
+        if len(parts) != order.size:
+            raise ShapeMismatchError(
+                f"prompt_tokens holds {len(parts)} prompts; prompt_ids has {order.size}"
+            )
+        ptoks = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        offs = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+    else:
+        ptoks = _as_ints(prompt_tokens, "prompt_tokens")
+        offs = _as_ints(prompt_offsets, "prompt_offsets", order.size + 1)
+        if offs[0] != 0 or offs[-1] != ptoks.size or np.any(np.diff(offs) < 0):
+            raise InvalidParameterError(
+                f"prompt_offsets must rise from 0 to len(prompt_tokens) = {ptoks.size}"
+            )
+    drafts_all = (*stored, *(f"ngram:{k}" for k in orders))
+    settings = TraceSettings(
+        model=f"arrays:{name}",
+        drafts=drafts_all,
+        prompts=tuple(int(i) for i in order),
+        max_new_tokens=int(st.max()) + 1,
+        temperature=temperature,
+        seed=seed,
+    )
+    digest = hashlib.sha256(t.astype(dtype).tobytes())
+    for spec in sorted(stored):
+        digest.update(spec.encode() + stored[spec].tobytes())
+    meta = {
+        "format": FORMAT_VERSION,
+        "settings": {**dataclasses.asdict(settings), "prompts": list(settings.prompts)},
+        "key": digest.hexdigest()[:16],
+        "model": {"name": f"arrays:{name}", "source": "arrays", "vocab_size": int(v)},
+        "prompt_order": [int(i) for i in order],
+        "input_kind": kind,
+    }
+    trace = Trace(
+        target_logits=t.astype(dtype),
+        exit_logits=stored,
+        tokens=toks,
+        prompt_ids=pids,
+        steps=st,
+        prompt_tokens=ptoks,
+        prompt_offsets=offs,
+        metadata=json.loads(json.dumps(meta)),
+    )
+    check_layout(trace, "trace from arrays")
+    return trace
+
+
+def trace_from_tensors(tensors: dict, header: dict, where: str = "arrays"):
+    """A trace from the tensors and string metadata of the array layout (see the module)."""
+    drafts = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.startswith("draft/")}
+    known = {"target", "tokens", "prompt_ids", "steps", "prompt_tokens", "prompt_offsets"}
+    extra = sorted(k for k in tensors if k not in known and not k.startswith("draft/"))
+    if "target" not in tensors or not drafts:
+        raise TraceError(
+            f"{where}: the array layout needs a 'target' tensor and at least one 'draft/<name>' "
+            f"tensor; it has {sorted(tensors)}"
+        )
+    if extra:
+        raise TraceError(f"{where}: unknown tensors {extra} in the array layout")
+    if ("prompt_tokens" in tensors) != ("prompt_offsets" in tensors):
+        raise TraceError(f"{where}: prompt_tokens and prompt_offsets come together")
+    try:
+        return trace_from_arrays(
+            tensors["target"],
+            drafts,
+            kind=header.get("kind", "logits"),
+            name=header.get("name", "arrays"),
+            **{k: tensors[k] for k in known - {"target"} if k in tensors},
+        )
+    except (InvalidParameterError, ShapeMismatchError, ValueError) as exc:
+        raise TraceError(f"{where}: {exc}") from None
+
+
+def load_arrays(path):
+    """Read a safetensors file in the array layout (see the module) as a Trace."""
+    from pathlib import Path
+
+    from .. import _files
+
+    header, tensors = _files.read_safetensors(Path(path), "array file", "numpy")
+    return trace_from_tensors(tensors, header, f"array file {str(path)!r}")
+
+
+def save_arrays(path, target, drafts, *, kind="logits", name="arrays", **optional):
+    """Write the array layout (see the module) atomically: the inverse of :func:`load_arrays`."""
+    from safetensors.numpy import save_file
+
+    from .. import _files
+
+    tensors = {"target": np.ascontiguousarray(target)}
+    if not isinstance(drafts, dict):
+        drafts = {"draft": drafts}
+    tensors.update({f"draft/{k}": np.ascontiguousarray(v) for k, v in drafts.items()})
+    tensors.update({k: np.ascontiguousarray(v) for k, v in optional.items()})
+    with _files.atomic_path(path) as tmp:
+        save_file(tensors, tmp, metadata={"kind": kind, "name": name})
+    return path

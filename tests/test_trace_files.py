@@ -1,0 +1,378 @@
+"""Trace files without a model: header checksums, arrays from any framework, settings, the cache."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+import spectheory.lm as lm
+from spectheory.lm import arrays as arrays_mod
+from spectheory.lm import cache as cache_mod
+
+
+def _pair(seed=0, n=12, v=7):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, v)) * 2, rng.standard_normal((n, v)) * 2
+
+
+def _small_trace():
+    t, d = _pair()
+    pids = np.repeat([2, 5, 9], 4)
+    return lm.Trace.from_arrays(
+        t,
+        {"exit:3": d, "small": d[::-1].copy()},
+        prompt_ids=pids,
+        tokens=np.arange(12) % 7,
+        prompt_tokens=[np.array([1, 2]), np.array([3]), np.array([4, 5, 6])],
+        ngram_orders=(2,),
+        name="unit",
+        dtype="float16",
+    )
+
+
+# --------------------------------------------------------------------------- header checksum
+
+
+def _header(raw: bytes):
+    n = struct.unpack("<Q", raw[:8])[0]
+    return n, raw[8 : 8 + n].decode()
+
+
+def _with_header(raw: bytes, text: str) -> bytes:
+    """Replace the JSON header by ``text`` of the same byte length (data offsets unchanged)."""
+    n, _ = _header(raw)
+    assert len(text.encode()) == n, "the edit must keep the header's length"
+    return raw[:8] + text.encode() + raw[8 + n :]
+
+
+@pytest.fixture()
+def trace_file(tmp_path):
+    path = _small_trace().save(tmp_path / "t.safetensors")
+    assert lm.load_trace(path).num_positions == 12  # the unedited file loads
+    return path
+
+
+def _expect_refused(tmp_path, raw, match):
+    bad = tmp_path / "edited.safetensors"
+    bad.write_bytes(raw)
+    with pytest.raises(stt.TraceError, match=match):
+        lm.load_trace(bad)
+
+
+def test_same_length_dtype_edit_is_refused(trace_file, tmp_path):
+    raw = trace_file.read_bytes()
+    _, text = _header(raw)
+    assert '"dtype":"F16"' in text
+    _expect_refused(tmp_path, _with_header(raw, text.replace('"dtype":"F16"', '"dtype":"I16"', 1)),
+                    "header .* fails its SHA-256 checksum")
+
+
+def test_swapped_shape_is_refused(trace_file, tmp_path):
+    raw = trace_file.read_bytes()
+    _, text = _header(raw)
+    doc = json.loads(text)
+    assert doc["target_logits"]["shape"] == [12, 7]
+    edited = text.replace('"shape":[12,7]', '"shape":[7,12]', 1)
+    assert edited != text
+    _expect_refused(tmp_path, _with_header(raw, edited), "header .* fails its SHA-256 checksum")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('\\"temperature\\": 1.0', '\\"temperature\\": 2.0'),  # settings
+        ("[2, 5, 9]", "[5, 2, 9]"),  # prompt order (settings.prompts and prompt_order)
+        ("logits:small", "logits:smalL"),  # a draft's name
+    ],
+)
+def test_same_length_metadata_edits_are_refused(trace_file, tmp_path, old, new):
+    raw = trace_file.read_bytes()
+    _, text = _header(raw)
+    assert old in text, (old, text[:400])
+    _expect_refused(tmp_path, _with_header(raw, text.replace(old, new)),
+                    "fails its SHA-256 checksum|lists tensors")
+
+
+def test_broken_inner_json_is_a_trace_error(trace_file, tmp_path):
+    raw = trace_file.read_bytes()
+    _, text = _header(raw)
+    i = text.index('{\\"checksums')
+    edited = text[:i] + "[" + text[i + 1 :]  # the inner JSON now opens a list it never closes
+    _expect_refused(tmp_path, _with_header(raw, edited), "metadata is not valid JSON")
+
+
+def test_old_format_is_refused_with_advice(trace_file, tmp_path):
+    raw = trace_file.read_bytes()
+    _, text = _header(raw)
+    edited = text.replace('\\"format\\": 2', '\\"format\\": 1')
+    assert edited != text
+    _expect_refused(tmp_path, _with_header(raw, edited), "has format 1; this version reads 2")
+
+
+def test_every_single_byte_flip_of_the_header_is_caught_or_harmless(trace_file, tmp_path):
+    """Flip one bit in each of 200 spread header bytes: the load raises TraceError or the data
+    and metadata are unchanged (a bit flip in JSON whitespace-free text always changes it)."""
+    raw = trace_file.read_bytes()
+    n, _ = _header(raw)
+    good = lm.load_trace(trace_file)
+    bad = tmp_path / "flip.safetensors"
+    for pos in np.linspace(8, 8 + n - 1, 200).astype(int):
+        flipped = bytearray(raw)
+        flipped[pos] ^= 0x01
+        bad.write_bytes(bytes(flipped))
+        try:
+            back = lm.load_trace(bad)
+        except stt.TraceError:
+            continue
+        # only a flip inside padding spaces can load; then nothing may differ
+        assert back.metadata == good.metadata
+        np.testing.assert_array_equal(back.target_logits, good.target_logits)
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def test_rows_do_not_wrap_and_out_of_range_is_clear():
+    tr = _small_trace()
+    with pytest.raises(stt.InvalidParameterError, match=r"rows must be .*\[0, 12\).* -1"):
+        tr.draft_logits("exit:3", [-1])
+    with pytest.raises(stt.InvalidParameterError, match=r"got 999"):
+        tr.draft_logits("exit:3", [999])
+    with pytest.raises(stt.InvalidParameterError, match=r"got 999"):
+        tr.context(999)
+    with pytest.raises(stt.InvalidParameterError, match="integer position"):
+        tr.draft_logits("exit:3", [0.5])
+    np.testing.assert_array_equal(tr.draft_logits("exit:3", [11]), tr.draft_logits("exit:3")[[11]])
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"temperature": float("inf")}, "temperature must be a finite number >= 0; got inf"),
+        ({"temperature": float("nan")}, "temperature must be a finite number >= 0; got nan"),
+        ({"seed": -1}, "seed must be .*; got -1"),
+        ({"seed": 1.5}, "seed must be a non-negative integer; got 1.5"),
+        ({"seed": True}, "seed must be a non-negative integer; got True"),
+        ({"prompts": (0.5,)}, r"prompts must be .* got \[0.5\]"),
+        ({"prompts": (-1,)}, r"prompts must be .* got \[-1\]"),
+        ({"prompts": ()}, r"prompts must be a non-empty"),
+        ({"model": 3}, "model must be a non-empty string; got 3"),
+        ({"drafts": "exit:3"}, "drafts must be a sequence"),
+        ({"prompt_file": 5}, "prompt_file must be a path string"),
+    ],
+)
+def test_trace_settings_validation(kwargs, match):
+    with pytest.raises(stt.InvalidParameterError, match=match):
+        lm.TraceSettings(**kwargs)
+
+
+def test_default_settings_are_the_built_in_prompts():
+    assert lm.TraceSettings().prompts == tuple(range(len(lm.PROMPTS)))
+    assert lm.TraceSettings(prompts=None) == lm.TraceSettings()
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def test_from_arrays_replays_like_an_oracle():
+    """Replay of an array trace: at n = 1 the per-position bound is sum_x min(p, q), computed
+    here independently from the logits the test built."""
+    from spectheory.sim.replay import replay
+
+    t, d = _pair(3, n=30, v=9)
+    tr = lm.Trace.from_arrays(t, {"mine": d}, name="oracle")
+    table = replay(tr, samplings=("iid",), ns=(1,), temperatures=(1.0,), trials=20)
+    p = np.exp(t - t.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    q = np.exp(d - d.max(1, keepdims=True))
+    q /= q.sum(1, keepdims=True)
+    want = np.minimum(p, q).sum(1)
+    rows = [r for r in table if r["draft"] == "logits:mine"]
+    by_pos = {r["position"]: r["bound"] for r in rows}
+    assert sorted(by_pos) == list(range(30))
+    # float32 storage of the logits: relative error of p, q below 1e-6, so 1e-5 is ample
+    np.testing.assert_allclose([by_pos[i] for i in range(30)], want, rtol=1e-5)
+
+
+def test_from_probs_keeps_the_distributions_and_zeros():
+    p = np.array([[0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    q = np.array([[0.0, 1.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    tr = lm.Trace.from_arrays(p, q, kind="probs")
+    back = stt.process_logits(tr.draft_logits("logits:draft"), 1.0)
+    np.testing.assert_allclose(back, q, rtol=1e-6, atol=0)
+    assert tr.target_logits[0, 2] == -np.inf
+
+
+def test_from_arrays_bad_input():
+    t, d = _pair()
+    with pytest.raises(stt.ShapeMismatchError, match=r"draft 'x' has shape \(12, 6\), the target"):
+        lm.Trace.from_arrays(t, {"x": d[:, :6]})
+    with pytest.raises(stt.InvalidParameterError, match="row 0 has logit nan"):
+        lm.Trace.from_arrays(np.where(np.eye(12, 7) > 0, np.nan, t), d)
+    with pytest.raises(stt.InvalidDistributionError):
+        lm.Trace.from_arrays(np.full((2, 3), 0.5), np.full((2, 3), 1 / 3), kind="probs")
+    with pytest.raises(stt.InvalidParameterError, match="non-decreasing"):
+        lm.Trace.from_arrays(t, d, prompt_ids=np.arange(12)[::-1])
+    with pytest.raises(stt.InvalidParameterError, match="ngram_orders needs tokens"):
+        lm.Trace.from_arrays(t, d, ngram_orders=(3,))
+    with pytest.raises(stt.InvalidParameterError, match="n-gram drafts are rebuilt"):
+        lm.Trace.from_arrays(t, {"ngram:3": d})
+    with pytest.raises(stt.InvalidParameterError, match="kind must be"):
+        lm.Trace.from_arrays(t, d, kind="logprobs")
+
+
+def test_array_layout_file_roundtrip_and_missing_tensors(tmp_path):
+    from safetensors.numpy import save_file
+
+    t, d = _pair(1)
+    path = lm.save_arrays(tmp_path / "a.safetensors", t.astype(np.float32), {"small": d})
+    tr = lm.load_trace(path)  # load_trace reads the array layout too
+    assert tr.drafts == ("logits:small",)
+    np.testing.assert_array_equal(tr.target_logits, t.astype(np.float32))
+    save_file({"target": t}, str(tmp_path / "nodraft.safetensors"))
+    with pytest.raises(stt.TraceError, match="at least one 'draft/<name>'"):
+        lm.load_trace(tmp_path / "nodraft.safetensors")
+    save_file({"target": t, "draft/x": d[:5]}, str(tmp_path / "short.safetensors"))
+    with pytest.raises(stt.TraceError, match=r"draft 'x' has shape \(5, 7\)"):
+        lm.load_trace(tmp_path / "short.safetensors")
+    save_file({"target": t, "draft/x": d, "tokenz": np.zeros(12)}, str(tmp_path / "x.safetensors"))
+    with pytest.raises(stt.TraceError, match=r"unknown tensors \['tokenz'\]"):
+        lm.load_trace(tmp_path / "x.safetensors")
+
+
+def test_array_trace_saves_loads_and_rebuilds_ngrams(tmp_path):
+    tr = _small_trace()
+    back = lm.load_trace(tr.save(tmp_path / "t.safetensors"))
+    assert back.drafts == ("exit:3", "logits:small", "ngram:2")
+    np.testing.assert_array_equal(back.draft_logits("ngram:2"), tr.draft_logits("ngram:2"))
+    # position 5 is prompt 5's second step: context = its prompt [3] then token 4
+    np.testing.assert_array_equal(back.context(5), [3, 4])
+    assert back.settings.model == "arrays:unit"
+
+
+def test_missing_stored_tensor_is_a_trace_error(tmp_path):
+    from safetensors.numpy import save_file
+
+    tr = _small_trace()
+    tensors = tr._tensors()
+    del tensors["exit_logits/exit:3"]
+    meta = dict(tr.metadata)
+    from spectheory.lm.trace import _header_sha256, _sha256
+
+    meta["checksums"] = {k: _sha256(v) for k, v in tensors.items()}
+    meta["header_sha256"] = _header_sha256(meta, tensors)
+    save_file(tensors, str(tmp_path / "m.safetensors"), {"spectheory": json.dumps(meta)})
+    with pytest.raises(stt.TraceError, match="draft 'exit:3' is listed but its logits are missing"):
+        lm.load_trace(tmp_path / "m.safetensors")
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def test_prompt_files(tmp_path):
+    txt = tmp_path / "p.txt"
+    txt.write_text("first prompt\n\n  second one  \n")
+    want = (("file", "first prompt", "user"), ("file", "second one", "user"))
+    assert lm.load_prompts(txt) == want
+    jl = tmp_path / "p.jsonl"
+    jl.write_text(
+        '{"messages": [{"role": "system", "content": "Be brief."}, '
+        '{"role": "user", "content": "Hi"}], "category": "chat"}\n{"text": "raw text"}\n'
+    )
+    got = lm.load_prompts(jl)
+    assert got[0][2] == "messages" and got[1] == ("file", "raw text", "raw")
+    s = lm.TraceSettings(prompt_file=str(jl))
+    assert s.prompts == (0, 1)
+    with pytest.raises(stt.InvalidParameterError, match=r"in \[0, 2\); got \[2\]"):
+        lm.TraceSettings(prompt_file=str(jl), prompts=(2,))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\n{"prompt": 3}\n')
+    with pytest.raises(stt.InvalidParameterError, match="line 2: prompt must be a string"):
+        lm.load_prompts(bad)
+    bad.write_text('{"prompt": "a", "text": "b"}\n')
+    with pytest.raises(stt.InvalidParameterError, match="line 1 must be an object with exactly"):
+        lm.load_prompts(bad)
+    bad.write_text("{oops\n")
+    with pytest.raises(stt.InvalidParameterError, match="line 1 is not JSON"):
+        lm.load_prompts(bad)
+    (tmp_path / "empty.txt").write_text("\n\n")
+    with pytest.raises(stt.InvalidParameterError, match="holds no prompt"):
+        lm.load_prompts(tmp_path / "empty.txt")
+    with pytest.raises(stt.InvalidParameterError, match="cannot be read"):
+        lm.load_prompts(tmp_path / "none.txt")
+
+
+def test_prompt_file_content_is_in_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path))
+    f = tmp_path / "p.txt"
+    f.write_text("one\ntwo\n")
+    s = lm.TraceSettings(prompt_file=str(f), model="arrays:x", prompts=(0, 1))
+    k1 = s.key()
+    f.write_text("one\nTWO\n")
+    assert s.key() != k1
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_dir_variables(tmp_path, monkeypatch):
+    for var in ("SPECTHEORY_CACHE", "SPECTHEORY_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert lm.cache_dir() == tmp_path / "home" / ".cache" / "spectheory"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
+    assert lm.cache_dir() == tmp_path / "home" / ".cache" / "spectheory"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert lm.cache_dir() == tmp_path / "xdg" / "spectheory"
+    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path / "old"))
+    assert lm.cache_dir() == tmp_path / "old"
+    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path / "new"))
+    assert lm.cache_dir() == tmp_path / "new"
+
+
+def test_cache_list_and_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path))
+    path = _small_trace().save(tmp_path / "traces" / "abc.safetensors")
+    (tmp_path / "traces" / "abc.safetensors123.tmp").write_bytes(b"half")
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "a.safetensors").write_bytes(b"12345")
+    (tmp_path / "keep.txt").write_text("not a cache entry")
+    entries = lm.cache_entries()
+    assert [(e.kind, e.name, e.partial) for e in entries] == [
+        ("traces", "abc.safetensors", False),
+        ("traces", "abc.safetensors123.tmp", True),
+        ("adapters", "a.safetensors", False),
+    ]
+    assert entries[0].bytes == path.stat().st_size
+    assert lm.clear_cache("traces") == (2, path.stat().st_size + 4)
+    assert [e.kind for e in lm.cache_entries()] == ["adapters"]
+    with pytest.raises(stt.InvalidParameterError, match="kind must be None or one of"):
+        lm.clear_cache("everything")
+    assert lm.clear_cache() == (1, 5)
+    assert (tmp_path / "keep.txt").is_file()
+    assert cache_mod.CACHE_KINDS[0] == "traces"
+
+
+def test_fingerprint_changes_with_any_sampled_byte(tmp_path):
+    f = tmp_path / "w.gguf"
+    rng = np.random.default_rng(0)
+    data = bytearray(rng.integers(0, 256, 40 << 20, dtype=np.uint8).tobytes())
+    f.write_bytes(bytes(data))
+    a = lm.file_fingerprint(f)
+    data[100] ^= 1  # inside the 16 MiB head
+    f.write_bytes(bytes(data))
+    b = lm.file_fingerprint(f)
+    data[-1] ^= 1  # the last sampled block ends at the end of the file
+    f.write_bytes(bytes(data))
+    c = lm.file_fingerprint(f)
+    assert len({a, b, c}) == 3
+    with pytest.raises(stt.InvalidParameterError, match="neither a file nor a folder"):
+        lm.file_fingerprint(tmp_path / "none")
+    assert arrays_mod.__name__.endswith("arrays")
