@@ -1,0 +1,177 @@
+"""The ``optimal`` verifier: exact law and acceptance = bound, replay identity, large-V checks.
+
+Oracles: exact enumeration of every draft tuple and coin in Fractions
+(:func:`spectheory.exact.exact_row`), the bound by enumeration, max-flow and the
+transport LP (:func:`spectheory.solve_bound`), and an independent
+reconstruction of the selection marginal from the mixture tables.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from spectheory._errors import InvalidParameterError
+from spectheory.coins import ReplayCoins
+from spectheory.exact import exact_row
+from spectheory.solvers.ot_dual import bound, solve_bound
+from spectheory.solvers.polymatroid import PERMANENT, chord_density, plan, plan_python
+from spectheory.verifiers import REGISTRY
+from spectheory.verifiers.hub import greedy
+from spectheory.verifiers.optimal import optimal
+from spectheory.verifiers.single import sd
+
+
+def _fractions(w):
+    w = [int(x) for x in w]
+    if sum(w) == 0:
+        w[0] = 1
+    return np.array([F(x, sum(w)) for x in w], dtype=object)
+
+
+def _rational_instances(count, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        V = int(rng.integers(2, 6))
+        n = int(rng.integers(2, 4))
+        # Denominator 12 makes zeros and tied ratios common.
+        yield _fractions(rng.integers(0, 5, V)), _fractions(rng.integers(0, 5, V)), n
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_law_and_acceptance_equal_bound_in_fractions(seed):
+    for p, q, n in _rational_instances(30, seed):
+        law, acc = exact_row(optimal, p, q, n, "iid")
+        assert list(law) == list(p), (p, q, n)
+        b = solve_bound(p, q, n, "iid", method="enumerate").exact_value
+        assert acc == b, (p, q, n, acc, b)
+        assert plan(p, q, n).alpha == b
+
+
+def test_instance_a():
+    p = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+    q = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+    for n, expected in ((2, F(89, 100)), (3, None)):
+        law, acc = exact_row(optimal, p, q, n, "iid")
+        assert list(law) == list(p)
+        if expected is None:
+            expected = solve_bound(p, q, n, method="maxflow").exact_value
+        want = expected
+        assert acc == want
+
+
+def test_float_acceptance_equals_lp_and_maxflow():
+    rng = np.random.default_rng(3)
+    for _ in range(25):
+        V = int(rng.integers(3, 7))
+        n = int(rng.integers(2, 5))
+        p = rng.dirichlet(np.full(V, 0.4))
+        q = rng.dirichlet(np.full(V, 0.4))
+        law, acc = exact_row(optimal, p, q, n, "iid")
+        # Float enumeration: rounding of O(V) operations per branch, far below 1e-12.
+        np.testing.assert_allclose(law, p, rtol=0, atol=1e-12)
+        for method in ("lp", "maxflow"):
+            np.testing.assert_allclose(acc, solve_bound(p, q, n, method=method).value,
+                                       rtol=0, atol=1e-9)  # LP tolerance 1e-10
+        np.testing.assert_allclose(acc, bound(p, q, n), rtol=0, atol=1e-12)
+
+
+def test_greedy_and_single_draft_delegate():
+    p = np.array([F(1, 5), F(1, 2), F(3, 10)], dtype=object)
+    q = np.array([F(1, 2), F(1, 5), F(3, 10)], dtype=object)
+    for fn, other, n, sampling in ((optimal, greedy, 2, "greedy"), (optimal, greedy, 3, "greedy"),
+                                   (optimal, sd, 1, "iid")):
+        law, acc = exact_row(fn, p, q, n, sampling)
+        law2, acc2 = exact_row(other, p, q, n, sampling)
+        assert list(law) == list(law2) == list(p) and acc == acc2
+        assert acc == solve_bound(p, q, n, sampling, method="enumerate").exact_value
+
+
+def test_bad_input_raises():
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.0, 0.5])
+    with pytest.raises(InvalidParameterError, match="sampling"):
+        optimal(p, q, (0, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
+    with pytest.raises(InvalidParameterError, match="token 1"):
+        optimal(p, q, (0, 1), ReplayCoins([0.1] * 3))
+    assert REGISTRY["optimal"].samplings == ("iid", "greedy")
+
+
+def test_numba_plan_matches_python_plan_and_replay_identity():
+    from spectheory.sim._optimal_kernel import plan_row, run_optimal
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        V = int(rng.integers(2, 14))
+        n = int(rng.integers(2, 6))
+        p = rng.dirichlet(np.full(V, 0.5))
+        q = rng.dirichlet(np.full(V, 0.5))
+        if trial % 3 == 0:  # zeros and exact ties of p/q
+            p[rng.integers(V)] = 0.0
+            q = np.round(q * 8) / 8
+            q[0] += 1.0 - q.sum()
+            if (q < 0).any() or (q > 0).sum() < 1:
+                continue
+            p = p / p.sum()
+        a, b = plan_row(p, q, n), plan_python(p, q, n)
+        assert np.array_equal(a.order, b.order) and np.array_equal(a.rank, b.rank)
+        np.testing.assert_allclose(a.y, b.y, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(a.w_top, b.w_top, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(a.w_h, b.w_h, rtol=0, atol=1e-12)
+        T = 64
+        drafts = rng.choice(V, size=(1, T, n), p=q)
+        u = rng.random((1, T, 3))
+        u[0, :8] = rng.choice([0.0, 0.5, 0.999999], size=(8, 3))  # hand-fed edge uniforms
+        out = run_optimal(p[None], q[None], drafts, u)
+        for t in range(T):
+            ref = optimal(p, q, tuple(int(x) for x in drafts[0, t]), ReplayCoins(u[0, t]))
+            assert ref == out[0, t]
+
+
+def _reconstructed_marginal(pl, q, n):
+    """sum_k w_k v_k: every component's tier rule, rebuilt from the ranks (slow oracle)."""
+    V = q.shape[0]
+    m = pl.order.shape[0]
+    R = np.zeros(m + 1)
+    for j in range(m - 1, -1, -1):
+        R[j] = R[j + 1] + q[pl.order[j]]
+    y = np.zeros(V)
+    for lo, hi, w in ((0, pl.n_top, pl.w_top), (pl.n_top, m, pl.w_h)):
+        if hi <= lo:
+            continue
+        for k, wk in enumerate(w):
+            cuts = [j for j in range(lo, hi) if j == lo or pl.rank[j] > k] + [hi]
+            for a, b in itertools.pairwise(cuts):
+                d = chord_density(R[a], R[b], n)
+                for j in range(a, b):
+                    y[pl.order[j]] += wk * d * q[pl.order[j]]
+    return y
+
+
+def test_mixture_reproduces_the_marginal_at_moderate_size():
+    rng = np.random.default_rng(7)
+    for V, n in ((300, 2), (300, 4), (600, 8)):
+        p = rng.dirichlet(np.full(V, 0.05))
+        q = 0.7 * rng.dirichlet(np.full(V, 0.05)) + 0.3 * p
+        pl = plan(p, q, n)
+        assert pl.rank[0] == PERMANENT
+        np.testing.assert_allclose(_reconstructed_marginal(pl, q, n), pl.y, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(pl.alpha, bound(p, q, n), rtol=0, atol=1e-12)
+
+
+def test_large_vocabulary_acceptance_equals_bound():
+    rng = np.random.default_rng(11)
+    V = 49_152
+    for n in (2, 4, 8):
+        logits = rng.standard_normal(V) * 3.0
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        ql = logits + rng.standard_normal(V)
+        q = np.exp(ql - ql.max())
+        q /= q.sum()
+        pl = plan(p, q, n)
+        np.testing.assert_allclose(pl.alpha, bound(p, q, n), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(pl.w_top.sum(), 1.0, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(pl.residual.sum(), 1.0, rtol=0, atol=1e-12)
