@@ -136,7 +136,7 @@ def block_tables(P, Q, X):
         for g in range(G):
             x = X[i, g]
             num, den = w[-1] * P[i, g, x], Q[i, g, x]
-            ratio = num / den if den > 0 else 1.0
+            ratio = num / den if den > 0 else 0.0  # accept_prob: a q = 0 draft is rejected
             w.append(ratio if ratio < 1 else 1.0)
         for a in range(1, G):
             z = np.maximum(w[a] * P[i, a] - Q[i, a], 0.0).sum()

@@ -29,7 +29,10 @@ def gather(rows, idx):
 
 
 def accept_prob(num, den):
-    r""":math:`\min(1, \text{num}/\text{den})`, and 1 where ``den <= 0`` (``_ops.accept_prob``).
+    r""":math:`\min(1, \text{num}/\text{den})`, and 0 where ``den <= 0`` (``_ops.accept_prob``).
+
+    A drafted token of draft probability 0 is rejected, with or without
+    validation of the inputs.
 
     Parameters
     ----------
@@ -39,11 +42,11 @@ def accept_prob(num, den):
     --------
     >>> import torch
     >>> accept_prob(torch.tensor([0.3, 0.6, 0.0]), torch.tensor([0.6, 0.3, 0.0])).tolist()
-    [0.5, 1.0, 1.0]
+    [0.5, 1.0, 0.0]
     """
     safe = torch.where(den > 0, den, torch.ones_like(den))
     ratio = num / safe
-    return torch.where((den > 0) & (ratio < 1), ratio, torch.ones_like(ratio))
+    return torch.where(den > 0, torch.clamp_max(ratio, 1.0), torch.zeros_like(ratio))
 
 
 def bernoulli(u, prob):

@@ -56,7 +56,7 @@ def _chain_kernel(
         qx = tl.load(q_row + i * V + x).to(tl.float64)
         u = tl.load(u_ptr + b * (GAMMA + 1) + i)
         ratio = px / tl.where(qx > 0, qx, 1.0)
-        prob = tl.where((qx > 0) & (ratio < 1.0), ratio, 1.0)
+        prob = tl.where(qx > 0, tl.minimum(ratio, 1.0), 0.0)  # q = 0: rejected
         ok = u < prob
         passed += ok.to(tl.int64)
         j = tl.where((j == GAMMA) & (ok == 0), i, j)

@@ -63,7 +63,7 @@ def _rrs_kernel(
                     qx = tl.load(q_row + x).to(tl.float64)
             u = tl.load(u_ptr + b * (N + 1) + k)
             ratio = rx / tl.where(qx > 0, qx, 1.0)
-            prob = tl.where((qx > 0) & (ratio < 1.0), ratio, 1.0)
+            prob = tl.where(qx > 0, tl.minimum(ratio, 1.0), 0.0)  # q = 0: rejected
             y = tl.where((y < 0) & (u < prob), x, y)
             if y < 0:
                 tot_r = tl.zeros((), dtype=tl.float64)
@@ -96,10 +96,14 @@ def _rrs_kernel(
                             qv = tl.load(qc_row + idx, mask=m, other=0.0)
                         else:
                             qv = tl.load(q_row + idx, mask=m, other=0.0).to(tl.float64)
-                    r_new = tl.where(tot_r > 0, tl.maximum(rv - qv, 0.0) / tot_r, rv)
+                    # Safe divisors: an empty residual (after a rejected q = 0 draft) keeps r.
+                    r_new = tl.where(
+                        tot_r > 0, tl.maximum(rv - qv, 0.0) / tl.where(tot_r > 0, tot_r, 1.0), rv
+                    )
                     tl.store(r_row + idx, r_new, mask=m)
                     if WOR:
-                        q_new = tl.where(tot_q > 0, tl.where(idx == x, 0.0, qv) / tot_q, qv)
+                        q_den = tl.where(tot_q > 0, tot_q, 1.0)
+                        q_new = tl.where(tot_q > 0, tl.where(idx == x, 0.0, qv) / q_den, qv)
                         tl.store(qc_row + idx, q_new, mask=m)
                 tl.debug_barrier()
     if y < 0:

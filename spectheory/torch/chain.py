@@ -13,8 +13,10 @@ Every emitted token has the law of target sampling (lossless), whatever
 Semantics of FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``
 (its documented interface), with these differences, all deliberate:
 
-* ``target_probs`` comes first, as everywhere in spectheory; FlashInfer's
-  keyword names are kept, so a call by keywords reads the same.
+* ``target_probs`` comes first, as everywhere in spectheory.  The counters
+  are ``output_accepted_token_num`` / ``output_emitted_draft_token_num``;
+  FlashInfer's public keyword names ``maybe_output_accepted_token_num`` /
+  ``maybe_output_emitted_draft_token_num`` are accepted as aliases.
 * Uniforms follow :class:`spectheory.coins.ReplayCoins`: ``u`` of shape
   (B, gamma + 1) in [0, 1), read in order, ``u[:, i]`` for the accept test of
   position ``i`` (0-based) and ``u[:, min(j + 1, gamma)]`` for the correction
@@ -22,11 +24,20 @@ Semantics of FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``
   class, docs/theory.md §7.5).  The test is :math:`u < \min(1, p/q)`; it never
   accepts a token with :math:`p = 0`, even at :math:`u = 0`.  (FlashInfer
   uses :math:`u \cdot q < p` with :math:`u \in (0, 1]`: the same law.)
-* Tokens are int64.  ``accepted_token_num`` counts, as FlashInfer's
-  ``output_accepted_token_num``, the positions whose accept test passes when
-  each is considered on its own (a diagnostic of draft/target alignment; after
-  the first rejection its coins are the same uniforms that the rest of the
-  round reads, which changes nothing in the emitted tokens);
+  A drafted token with :math:`q = 0` (which the draft cannot have proposed:
+  padding, a mis-indexed row) is rejected on every backend, with or without
+  ``validate``; vLLM rejects it too, and FlashInfer rejects it where
+  :math:`p = 0` (with ``validate=True`` it is an error).
+* Tokens are int64.  ``accepted_token_num`` counts the positions whose
+  accept test passes when each is considered on its own, each with its own
+  coin ``u[:, i]`` (a diagnostic of draft/target alignment; the rejected
+  position never counts, since its coin already failed).  These are the
+  counters of FlashInfer 0.1.6 to 0.2.2, whose kernel read an injected
+  ``uniform_samples`` tensor.  From 0.2.3 (flashinfer PR #912: Philox
+  uniforms drawn inside the kernel) FlashInfer re-tests every position from
+  the first rejection on with a *fresh* uniform, the rejected one included,
+  so its count has another law; the emitted tokens and
+  ``emitted_draft_token_num`` are the same in both versions;
   ``emitted_draft_token_num`` is ``j``, the number of emitted draft tokens
   (the bonus or correction token not counted).  When the ``output_*`` tensors
   are given the counts are added to them in place, as FlashInfer does.
@@ -129,6 +140,17 @@ def _check_counter(t, name, B, device):
     check_device(device, **{name: t})
 
 
+def _alias(value, alias, stem):
+    """The counter given as ``output_<stem>`` or as FlashInfer's ``maybe_output_<stem>``."""
+    if alias is None:
+        return value
+    if value is not None:
+        raise InvalidParameterError(
+            f"give output_{stem} or its alias maybe_output_{stem}, not both"
+        )
+    return alias
+
+
 def chain_speculative_sampling(
     target_probs,
     draft_probs,
@@ -140,6 +162,8 @@ def chain_speculative_sampling(
     output_emitted_draft_token_num=None,
     backend="auto",
     validate=True,
+    maybe_output_accepted_token_num=None,
+    maybe_output_emitted_draft_token_num=None,
 ):
     r"""One round of chain speculative sampling per row (module docstring).
 
@@ -162,9 +186,12 @@ def chain_speculative_sampling(
         been run on a GPU; it is verified under Triton's interpreter).
     validate : bool
         Check the inputs (distributions, shapes, ids, devices); with False,
-        the caller guarantees valid inputs (rows summing to 1, ids in range,
-        ``q > 0`` at the drafted tokens) and no check runs, which keeps the
-        call free of device-to-host synchronisation.
+        the caller guarantees valid inputs (rows summing to 1, ids in range)
+        and no check runs, which keeps the call free of device-to-host
+        synchronisation.  A drafted token with ``q = 0`` raises with True and
+        is rejected with False.
+    maybe_output_accepted_token_num, maybe_output_emitted_draft_token_num : torch.Tensor, optional
+        FlashInfer's names of the two counters (aliases; give one name of each, not both).
 
     Returns
     -------
@@ -190,6 +217,14 @@ def chain_speculative_sampling(
             f"target_probs must be a torch.Tensor; got {type(target_probs).__name__}"
         )
     device = target_probs.device
+    output_accepted_token_num = _alias(
+        output_accepted_token_num, maybe_output_accepted_token_num, "accepted_token_num"
+    )
+    output_emitted_draft_token_num = _alias(
+        output_emitted_draft_token_num,
+        maybe_output_emitted_draft_token_num,
+        "emitted_draft_token_num",
+    )
     if validate:
         p = check_probabilities(target_probs, "target_probs", 3)
         q = check_probabilities(draft_probs, "draft_probs", 3)
