@@ -22,17 +22,44 @@ __all__ = ["process_logits", "process_pair", "softmax"]
 def softmax(logits, axis=-1):
     """Numerically stable softmax in float64 (``-inf`` logits give probability 0).
 
+    ``logits`` is checked like :func:`process_logits`: shape (V,) or (B, V),
+    real (not bool, str or complex), no NaN or ``+inf``, and not every logit
+    of a row ``-inf``.  ``axis`` must be a valid axis of that shape.
+
     >>> softmax([0.0, np.log(3.0)]).round(6).tolist()
     [0.25, 0.75]
+    >>> softmax([1e308, -1e308, 1e308]).tolist()  # no overflow: the max is subtracted first
+    [0.5, 0.0, 0.5]
     """
-    z = np.asarray(logits, dtype=np.float64)
-    m = np.max(z, axis=axis, keepdims=True)
-    e = np.exp(z - m)
-    return e / e.sum(axis=axis, keepdims=True)
+    try:
+        z = np.asarray(logits)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise InvalidDistributionError(f"logits cannot be read as an array: {exc}") from None
+    ndim = z.ndim
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not (
+        -max(ndim, 1) <= axis < max(ndim, 1)
+    ):
+        raise InvalidParameterError(f"axis must be an integer axis of the logits; got {axis!r}")
+    moved = np.moveaxis(z, axis, -1) if ndim == 2 else z
+    checked, batched = _check_logits(moved, "logits")
+    out = _softmax_rows(checked)
+    out = out if batched else out[0]
+    return np.moveaxis(out, -1, axis) if ndim == 2 else out
+
+
+def _softmax_rows(z):
+    """Softmax of checked (B, V) float64 rows (each with a finite maximum)."""
+    m = np.max(z, axis=1, keepdims=True)
+    with np.errstate(over="ignore"):  # -1e308 - 1e308 is -inf: exp gives 0 as it should
+        e = np.exp(z - m)
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def _check_logits(logits, name):
-    z = np.asarray(logits)
+    try:
+        z = np.asarray(logits)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise InvalidDistributionError(f"{name} cannot be read as an array: {exc}") from None
     if z.dtype.kind not in "fiu" or z.dtype.kind == "b":
         raise InvalidDistributionError(
             f"{name} has dtype {z.dtype}; expected floating-point logits"
@@ -114,13 +141,19 @@ def process_logits(logits, temperature=1.0, top_k=None, top_p=None):
         out = np.zeros_like(z)
         out[np.arange(z.shape[0]), np.argmax(z, axis=1)] = 1.0  # argmax: first maximum
         return out if batched else out[0]
-    z = z / temperature
+    # Shift by the row maximum before dividing: z / T overflows for T = 1e-310
+    # or logits near 1e308 (inf - inf = NaN), z - max <= 0 cannot overflow to +inf.
+    # Orders come from the raw logits: the shift and the division are monotone
+    # but may round distinct logits together.
+    raw = z
+    with np.errstate(over="ignore"):
+        z = (z - np.max(z, axis=1, keepdims=True)) / temperature
     if top_k is not None and top_k < z.shape[1]:
-        drop = _descending_order(z)[:, top_k:]
+        drop = _descending_order(raw)[:, top_k:]
         np.put_along_axis(z, drop, -np.inf, axis=1)
-    probs = softmax(z, axis=1)
+    probs = _softmax_rows(z)
     if top_p is not None and top_p < 1:
-        order = _descending_order(z)
+        order = _descending_order(raw)
         sorted_p = np.take_along_axis(probs, order, axis=1)
         mass_before = np.cumsum(sorted_p, axis=1) - sorted_p
         drop_sorted = mass_before >= top_p  # keep tokens until the mass reaches top_p

@@ -102,3 +102,55 @@ def test_bad_settings(kwargs, pattern):
 def test_bad_logits(logits, pattern):
     with pytest.raises(stt.InvalidDistributionError, match=pattern):
         stt.process_logits(logits)
+
+
+# --- issue 22, item 6 ---
+
+
+@pytest.mark.parametrize("temperature", [1e-310, 5e-324, 1e-300])
+def test_issue22_process_logits_tiny_temperature_is_not_nan(temperature):
+    # z / T overflowed to inf and inf - inf gave NaN rows.
+    out = stt.process_logits(np.array([[1.0, 2.0, 2.0, -np.inf], [3.0, 0.0, 1.0, 2.0]]),
+                             temperature=temperature)
+    # The limit T -> 0 is the uniform law over the maxima; z differences of 1
+    # divided by T <= 1e-300 give exp(-1e300) = 0 exactly.
+    assert out.tolist() == [[0.0, 0.5, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0]]
+
+
+def test_issue22_process_logits_near_the_largest_float():
+    z = np.array([1e308, 1.7e308, -1.7e308, 1.7e308])
+    out = stt.process_logits(z, temperature=0.5)
+    assert out.tolist() == [0.0, 0.5, 0.0, 0.5]
+    # Two logits 1e306 apart at T = 2: exp(-5e305) is 0; no overflow in z / T.
+    assert stt.process_logits([1e308, 0.99e308], temperature=2.0).tolist() == [1.0, 0.0]
+    # Huge logits with O(1) differences (exact in float64 near 1e15) match the shifted ones.
+    z = 1e15 + np.array([0.0, -1.0, -2.0])
+    ref = stt.softmax(np.array([0.0, -1.0, -2.0]) / 0.7)
+    np.testing.assert_allclose(stt.process_logits(z, temperature=0.7), ref, rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "logits, error, pattern",
+    [
+        ([np.nan, 1.0], stt.InvalidDistributionError, "nan"),
+        ([np.inf, 1.0], stt.InvalidDistributionError, "inf"),
+        ([True, False], stt.InvalidDistributionError, "dtype bool"),
+        (["a", "b"], stt.InvalidDistributionError, "dtype"),
+        ([1j, 2.0], stt.InvalidDistributionError, "dtype complex"),
+        (3.0, stt.ShapeMismatchError, r"shape \(V,\) or \(B, V\)"),
+        (np.zeros((2, 2, 2)), stt.ShapeMismatchError, r"\(2, 2, 2\)"),
+        ([[1.0, 2.0], [3.0]], stt.InvalidDistributionError, "cannot be read"),
+        ([-np.inf, -np.inf], stt.InvalidDistributionError, "every logit"),
+    ],
+)
+def test_issue22_softmax_validates_its_input(logits, error, pattern):
+    with pytest.raises(error, match=pattern):
+        stt.softmax(logits)
+
+
+def test_issue22_softmax_axis():
+    z = np.array([[0.0, np.log(3.0)], [np.log(3.0), 0.0]])
+    np.testing.assert_allclose(stt.softmax(z, axis=0), stt.softmax(z.T).T, rtol=1e-15)
+    for axis in (2, -3, True, "0", 0.5):
+        with pytest.raises(stt.InvalidParameterError, match="axis"):
+            stt.softmax(z, axis=axis)
