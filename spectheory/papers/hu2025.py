@@ -237,7 +237,8 @@ def verifier_gaps(run: Run, trace, drafts, table, trials: int) -> list:
                 how = "closed form"
                 excess = max(excess, float(np.max(acc - star)))
             else:
-                sim = simulate(name, p, q, n, law, trials=trials, seed=[7, n, drafts.index(draft)])
+                stream = np.random.SeedSequence([7, n, drafts.index(draft)])
+                sim = simulate(name, p, q, n, law, trials=trials, rng=stream)
                 k = int(sim.accepted.sum())
                 lo, hi = _wilson(k, sim.accepted.size)
                 acc = sim.acceptance

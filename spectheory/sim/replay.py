@@ -1,4 +1,4 @@
-r"""Replay a recorded trace through every verifier: bound, exact and Monte Carlo acceptance.
+r"""Replay a recorded trace through verifiers: bound, exact and Monte Carlo acceptance.
 
 For every trace position and every combination of draft model, temperature,
 number of drafts ``n`` and draft law, the tidy table holds one row per
@@ -8,22 +8,34 @@ verifier with
 * ``exact``: the verifier's closed-form acceptance (docs/theory.md §3.0) where one
   exists for that draft law, else empty;
 * ``mc``, ``mc_low``, ``mc_high``: the Monte Carlo membership acceptance over
-  ``trials`` trials (:func:`spectheory.simulate`, numba kernels) and its 95%
-  Wilson interval;
-* ``chi2_p``: Pearson's chi-square p-value of the outputs against the target
-  (bins with expected count below 5 merged), and ``pit_mean``, the mean of
-  the randomised probability integral transforms (1/2 under losslessness;
-  pooled tests: :func:`spectheory.check_lossless`).
+  ``trials`` trials (:func:`spectheory.simulate`) and its 95% Wilson interval;
+* ``chi2_p``: Pearson's chi-square p-value of the outputs against the target,
+  and ``pit_mean``, the mean of the randomised probability integral
+  transforms (1/2 under losslessness; pooled tests:
+  :func:`spectheory.check_lossless`).
 
-Positions whose draft has fewer than ``n`` tokens of positive probability are
-skipped for the laws that need them (``without_replacement``, ``greedy``).
-``khisti`` and ``optimal_lp`` need a transport LP per position and are not
-replayed at full vocabulary.
+:func:`replay` is a serial :func:`spectheory.sim.sweep` over a trace held in
+memory: both build their rows with :func:`config_rows`, where every random
+number of global position :math:`g`, verifier :math:`v` and configuration
+:math:`c` comes from its own stream ``numpy.random.default_rng([seed,
+*h(c, v), g])`` (:func:`stream_words`).  So for the same seed the table does
+not depend on the chunk size, on which positions are replayed with it, on the
+other configurations, nor on how a sweep shards the trace: ``replay(trace)``
+equals ``sweep(shard_trace(trace))`` without its ``shard`` column.
+
+Verifiers may be any registered name, record or function
+(:func:`spectheory.verifiers.as_verifier`): one with a numba kernel runs on
+it, any other (``khisti``, ``optimal_lp``, a user's coins-protocol or
+black-box function) runs in Python position by position on the same streams,
+with the same columns.  Positions whose draft has fewer than ``n`` tokens of
+positive probability are skipped for the laws that need them
+(``without_replacement``, ``greedy``).
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -31,18 +43,20 @@ import numpy as np
 
 from .. import _files
 from .._errors import InvalidParameterError
+from .._validate import check_positive_int
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
-from ..exact import CLOSED_FORMS
 from ..solvers.ot_dual import solve_bound
-from ..verifiers import REGISTRY
+from ..verifiers._registry import Verifier, as_verifier, builtin_names
+from . import _kernels
+from ._stats import wilson_interval
 from .check import _pearson
 from .simulate import simulate
 
-__all__ = ["COLUMNS", "REPLAY_VERIFIERS", "replay", "write_csv"]
+__all__ = ["COLUMNS", "REPLAY_VERIFIERS", "config_rows", "replay", "stream_words", "write_csv"]
 
-#: Verifiers replayed by default: every registered one with a numba kernel.
-REPLAY_VERIFIERS = ("sd", "rrs", "rrs_wor", "kseq", "spechub", "greedy", "nss", "naive", "typical")
+#: Verifiers replayed by default: every built-in one with a numba kernel (from the registry).
+REPLAY_VERIFIERS = builtin_names("kernel")
 
 #: Columns of the tidy table, in order.
 COLUMNS = (
@@ -51,16 +65,157 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def _wilson(k, N, z=1.959963984540054):
-    a = k / N
-    centre = (a + z * z / (2 * N)) / (1 + z * z / N)
-    half = z * math.sqrt(a * (1 - a) / N + z * z / (4 * N * N)) / (1 + z * z / N)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def _wilson(k, N):
+    """95% Wilson interval of ``k`` successes in ``N`` trials (:mod:`._stats`)."""
+    lo, hi = wilson_interval(k, N)
+    return float(lo), float(hi)
 
 
 def _applicable(name, n, sampling):
-    v = REGISTRY[name]
-    return sampling in v.samplings and (v.n_values is None or n in v.n_values)
+    """Whether verifier ``name`` (a name or record) supports ``n`` drafts under ``sampling``."""
+    return as_verifier(name).supports(n, sampling)
+
+
+def stream_words(draft, temperature, n, sampling, verifier) -> tuple[int, ...]:
+    """Four 32-bit words identifying a configuration and verifier by value (seed material)."""
+    blob = json.dumps([draft, float(temperature), int(n), sampling, verifier])
+    digest = hashlib.sha256(blob.encode()).digest()
+    return tuple(int.from_bytes(digest[4 * k : 4 * k + 4], "little") for k in range(4))
+
+
+def _pit_before(p):
+    """Mass of the tokens ranked before each token (descending p, ties by id), (B, V)."""
+    order = np.argsort(-p, axis=1, kind="stable")
+    sorted_p = np.take_along_axis(p, order, axis=1)
+    before_sorted = np.cumsum(sorted_p, axis=1) - sorted_p
+    before = np.empty_like(p)
+    np.put_along_axis(before, order, before_sorted, axis=1)
+    return before
+
+
+def _simulate_rows(v, p, q, n, sampling, T, streams):
+    """``simulate`` on rows whose randomness comes from one stream per row.
+
+    Each stream gives, in order, the draft uniforms (T, kd), then for a kernel
+    the verifier uniforms (T, K), then the T PIT uniforms; a verifier without
+    a kernel then draws its own coins from the rest of its row's stream.
+    Returns ``(SimulationResult-like tokens, accepted, pit uniforms)``.
+    """
+    B = p.shape[0]
+    kd = _kernels.draft_uniforms(n, sampling)
+    du, pu = np.empty((B, T, kd)), np.empty((B, T))
+    if v.kernel is not None:
+        u = np.empty((B, T, v.uniforms(n)))
+        for b, rng in enumerate(streams):
+            du[b] = rng.random((T, kd))
+            u[b] = rng.random((T, u.shape[2]))
+            pu[b] = rng.random(T)
+        sim = simulate(v, p, q, n, sampling, trials=T, uniforms=u, draft_uniforms=du)
+        return sim.tokens, sim.accepted, pu
+    tokens = np.empty((B, T), dtype=np.int64)
+    accepted = np.empty((B, T), dtype=bool)
+    for b, rng in enumerate(streams):
+        du[b] = rng.random((T, kd))
+        pu[b] = rng.random(T)
+        sim = simulate(v, p[b : b + 1], q[b : b + 1], n, sampling, trials=T, rng=rng,
+                       draft_uniforms=du[b : b + 1])  # fmt: skip
+        tokens[b], accepted[b] = sim.tokens[0], sim.accepted[0]
+    return tokens, accepted, pu
+
+
+def config_rows(
+    trace, positions, *, start, draft, temperature, n, sampling, verifiers, trials, seed, chunk,
+    extra=None,
+) -> list[dict]:  # fmt: skip
+    """Table rows of one configuration: every verifier (in order), then every position.
+
+    Parameters
+    ----------
+    trace : spectheory.lm.Trace
+        In memory (a whole trace, or one shard of a sharded one).
+    positions : ndarray of int
+        Local positions of ``trace`` to replay, increasing.
+    start : int
+        Global position of the trace's local position 0 (a shard's start).
+    draft, temperature, n, sampling
+        The configuration.
+    verifiers : sequence of Verifier
+        Each supporting ``n`` and ``sampling``.
+    trials, seed, chunk
+        Monte Carlo trials, base seed, positions processed together (does not
+        change the result: every position has its own streams).
+    extra : dict, optional
+        Columns added to every row (a sweep's ``shard``).
+
+    Returns
+    -------
+    list of dict
+    """
+    T = trials
+    words = {v.name: stream_words(draft, temperature, n, sampling, v.name) for v in verifiers}
+    rows: dict = {v.name: [] for v in verifiers}
+    extra = extra or {}
+    for c0 in range(0, positions.size, chunk):
+        loc = positions[c0 : c0 + chunk]
+        p = process_logits(trace.target_logits[loc].astype(np.float64), temperature)
+        q = process_logits(trace.draft_logits(draft, loc), temperature)
+        if sampling != "iid":
+            ok = np.count_nonzero(q, axis=1) >= n
+            p, q, loc = p[ok], q[ok], loc[ok]
+        if loc.size == 0:
+            continue
+        before = _pit_before(p)
+        bounds = np.atleast_1d(solve_bound(p, q, n, sampling).value)
+        for v in verifiers:
+            streams = [
+                np.random.default_rng([seed, *words[v.name], start + int(i)]) for i in loc
+            ]
+            tokens, accepted, pu = _simulate_rows(v, p, q, n, sampling, T, streams)
+            cf = v.closed_form_for(sampling)
+            cf = getattr(cf, "row", cf)  # built-in closed forms: skip the input checks
+            for b, i in enumerate(loc):
+                k = int(accepted[b].sum())
+                lo, hi = _wilson(k, T)
+                ys = tokens[b]
+                counts = np.bincount(ys, minlength=p.shape[1]).astype(float)
+                pit = before[b, ys] + pu[b] * p[b, ys]
+                rows[v.name].append(
+                    {
+                        "position": start + int(i),
+                        "prompt_id": int(trace.prompt_ids[i]),
+                        "step": int(trace.steps[i]),
+                        "draft": draft,
+                        "temperature": float(temperature),
+                        "n": int(n),
+                        "sampling": sampling,
+                        "verifier": v.name,
+                        "lossless": bool(v.lossless),
+                        "bound": float(bounds[b]),
+                        "exact": float(cf(p[b], q[b], n, sampling)) if cf else float("nan"),
+                        "mc": k / T,
+                        "mc_low": lo,
+                        "mc_high": hi,
+                        "trials": int(T),
+                        "chi2_p": float(_pearson(counts, p[b])[0]),
+                        "pit_mean": float(pit.mean()),
+                        **extra,
+                    }
+                )
+    return [r for v in verifiers for r in rows[v.name]]
+
+
+def resolve_verifiers(verifiers) -> tuple[Verifier, ...]:
+    """Records for a sequence of names, records or functions; names must be distinct."""
+    if isinstance(verifiers, str | Verifier) or callable(verifiers):
+        verifiers = (verifiers,)
+    out = tuple(as_verifier(v) for v in verifiers)
+    if not out:
+        raise InvalidParameterError("verifiers must not be empty")
+    names = [v.name for v in out]
+    dup = sorted({x for x in names if names.count(x) > 1})
+    if dup:
+        raise InvalidParameterError(f"verifiers must have distinct names; {dup} repeat")
+    return out
 
 
 def replay(
@@ -79,6 +234,9 @@ def replay(
 ) -> list[dict]:
     """Replay ``trace`` through verifiers; return the tidy table as a list of dicts.
 
+    A serial :func:`spectheory.sim.sweep` over the trace in memory (module
+    docstring): same rows, same numbers for the same seed.
+
     Parameters
     ----------
     trace : spectheory.lm.Trace
@@ -88,97 +246,58 @@ def replay(
         Each applied to both models' logits (:func:`spectheory.process_logits`).
     ns : sequence of int
     samplings : sequence of {"iid", "without_replacement", "greedy"}
-    verifiers : sequence of str
-        Registry names with a numba kernel (:data:`REPLAY_VERIFIERS`).
+    verifiers : sequence of str, Verifier or function
+        Default every built-in verifier with a numba kernel
+        (:data:`REPLAY_VERIFIERS`); others run in Python, slower.
     trials : int
         Monte Carlo trials per position and configuration.
     seed : int
-        Base seed; each (draft, temperature, n, law, verifier, chunk) gets its own stream.
+        Base seed (>= 0) of every position's streams.
     rows : array_like of int, optional
-        Trace positions (default all).
+        Trace positions (default all); replayed in increasing order.
     chunk : int
-        Positions processed together (memory: ``chunk x V`` float64 per model).
+        Positions processed together (memory: ``chunk x V`` float64 per
+        model).  Does not change the result.
 
     Returns
     -------
     list of dict
-        One dict per table row with the keys :data:`COLUMNS`.
+        One dict per table row with the keys :data:`COLUMNS`, ordered by
+        configuration (draft, temperature, n, law), then verifier, then position.
     """
-    bad = [v for v in verifiers if v not in REPLAY_VERIFIERS]
-    if bad:
-        raise InvalidParameterError(
-            f"verifiers must be among {', '.join(REPLAY_VERIFIERS)} (numba kernels); got {bad}"
-        )
+    records = resolve_verifiers(verifiers)
     bad = [s for s in samplings if s not in SAMPLINGS]
     if bad:
         raise InvalidParameterError(f"samplings must be among {SAMPLINGS}; got {bad}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InvalidParameterError(f"seed must be an integer >= 0; got {seed!r}")
+    trials = check_positive_int(trials, "trials")
+    chunk = check_positive_int(chunk, "chunk")
     drafts = tuple(drafts or trace.drafts)
-    idx = np.arange(trace.num_positions) if rows is None else np.asarray(rows, dtype=np.int64)
-    cases = [(n, s) for n in ns for s in samplings]
+    if rows is None:
+        idx = np.arange(trace.num_positions)
+    else:
+        idx = np.unique(np.asarray(rows, dtype=np.int64))
+        if idx.size and (idx[0] < 0 or idx[-1] >= trace.num_positions):
+            raise InvalidParameterError(
+                f"rows must be positions in [0, {trace.num_positions}); got {idx[0]}..{idx[-1]}"
+            )
     out = []
-    for di, draft in enumerate(drafts):
-        for ti, temp in enumerate(temperatures):
+    for draft in drafts:
+        for temp in temperatures:
             if progress:
                 print(f"replay: draft {draft}, temperature {temp}", file=sys.stderr)
-            for c0 in range(0, idx.size, chunk):
-                pos_all = idx[c0 : c0 + chunk]
-                # Processing and the PIT's token order are shared by every (n, law, verifier).
-                p_all = process_logits(trace.target_logits[pos_all].astype(np.float64), temp)
-                q_all = process_logits(trace.draft_logits(draft, pos_all), temp)
-                order = np.argsort(-p_all, axis=1, kind="stable")
-                rank = np.empty_like(order)
-                np.put_along_axis(rank, order, np.arange(p_all.shape[1])[None], axis=1)
-                before = np.take_along_axis(
-                    np.cumsum(np.take_along_axis(p_all, order, axis=1), axis=1)
-                    - np.take_along_axis(p_all, order, axis=1),
-                    rank,
-                    axis=1,
-                )
-                for n, sampling in cases:
-                    names = [v for v in verifiers if _applicable(v, n, sampling)]
-                    ok = np.ones(pos_all.size, dtype=bool)
-                    if sampling != "iid":
-                        ok = np.count_nonzero(q_all, axis=1) >= n
-                    if not names or not ok.any():
+            for n in ns:
+                for sampling in samplings:
+                    applicable = [v for v in records if v.supports(n, sampling)]
+                    if not applicable:
                         continue
-                    p, q, pos, cdf_before = p_all[ok], q_all[ok], pos_all[ok], before[ok]
-                    bounds = np.atleast_1d(solve_bound(p, q, n, sampling).value)
-                    for name in names:
-                        v = REGISTRY[name]
-                        stream = [seed, di, ti, c0, n, SAMPLINGS.index(sampling),
-                                  REPLAY_VERIFIERS.index(name)]  # fmt: skip
-                        sim = simulate(name, p, q, n, sampling, trials=trials, seed=stream)
-                        cf = CLOSED_FORMS.get(name) if sampling in v.closed_form_samplings else None
-                        rng = np.random.default_rng([*stream, 1])
-                        for b, i in enumerate(pos):
-                            k = int(sim.accepted[b].sum())
-                            lo, hi = _wilson(k, trials)
-                            ys = sim.tokens[b]
-                            counts = np.bincount(ys, minlength=p.shape[1]).astype(float)
-                            pit = cdf_before[b, ys] + rng.random(trials) * p[b, ys]
-                            out.append(
-                                {
-                                    "position": int(i),
-                                    "prompt_id": int(trace.prompt_ids[i]),
-                                    "step": int(trace.steps[i]),
-                                    "draft": draft,
-                                    "temperature": float(temp),
-                                    "n": int(n),
-                                    "sampling": sampling,
-                                    "verifier": name,
-                                    "lossless": bool(v.lossless),
-                                    "bound": float(bounds[b]),
-                                    "exact": float(cf(p[b], q[b], n, sampling))
-                                    if cf
-                                    else float("nan"),
-                                    "mc": k / trials,
-                                    "mc_low": lo,
-                                    "mc_high": hi,
-                                    "trials": int(trials),
-                                    "chi2_p": _pearson(counts, p[b])[0],
-                                    "pit_mean": float(pit.mean()),
-                                }
-                            )
+                    piece = config_rows(
+                        trace, idx, start=0, draft=draft, temperature=temp, n=n,
+                        sampling=sampling, verifiers=applicable, trials=trials,
+                        seed=int(seed), chunk=chunk,
+                    )  # fmt: skip
+                    out.extend(piece)
     return out
 
 

@@ -32,7 +32,9 @@ in configuration :math:`c` comes from its own stream,
 words of the SHA-256 of the configuration's values (draft, temperature, n, law,
 verifier): first the draft uniforms (``trials x n``, greedy ``trials x 1``),
 then the verifier uniforms, then the ``trials`` PIT uniforms; they are passed
-to :func:`spectheory.simulate`.  So the table does not depend on the order in
+to :func:`spectheory.simulate` (:func:`spectheory.sim.replay.config_rows`,
+shared with :func:`~spectheory.sim.replay.replay`, a serial sweep of a trace
+in memory: same table for the same seed).  So the table does not depend on the order in
 which tasks run, on the number of workers, on how the trace is split into
 shards or chunks, nor on which other configurations the grid holds.
 
@@ -96,13 +98,9 @@ from .._errors import InvalidParameterError, MissingDependencyError
 from .._validate import check_positive_int
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
-from ..exact import CLOSED_FORMS
 from ..solvers.ot_dual import solve_bound
 from ..verifiers import REGISTRY
-from . import _kernels
-from .check import _pearson
-from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, _wilson
-from .simulate import simulate
+from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, config_rows
 
 __all__ = [
     "BOUND_COLUMNS",
@@ -159,7 +157,11 @@ class SweepGrid:
     samplings : tuple of str
         Draft laws, among :data:`spectheory.drafting.SAMPLINGS`.
     verifiers : tuple of str
-        Among :data:`spectheory.sim.replay.REPLAY_VERIFIERS` (numba kernels).
+        Registered names (:data:`spectheory.verifiers.REGISTRY`); default every
+        built-in verifier with a numba kernel
+        (:data:`spectheory.sim.replay.REPLAY_VERIFIERS`).  Others run in Python,
+        slower.  A user verifier must be registered
+        (:func:`spectheory.register_verifier`) in every process that runs tasks.
     trials : int
         Monte Carlo trials per position, configuration and verifier.
     """
@@ -194,10 +196,11 @@ class SweepGrid:
             raise InvalidParameterError(f"samplings must be among {SAMPLINGS}; got {bad}")
         object.__setattr__(self, "samplings", samplings)
         verifiers = _tuple(self.verifiers, "verifiers")
-        bad = [v for v in verifiers if v not in REPLAY_VERIFIERS]
+        bad = [v for v in verifiers if not isinstance(v, str) or v not in REGISTRY]
         if bad:
             raise InvalidParameterError(
-                f"verifiers must be among {', '.join(REPLAY_VERIFIERS)} (numba kernels); got {bad}"
+                f"verifiers must be registered names ({', '.join(REGISTRY)}; add yours with "
+                f"spectheory.register_verifier); got {bad}"
             )
         object.__setattr__(self, "verifiers", verifiers)
         object.__setattr__(self, "trials", check_positive_int(self.trials, "trials"))
@@ -235,13 +238,6 @@ class _Task:
         return Path(cache_dir) / f"{self.kind}-{self.key()}.json"
 
 
-def _stream_words(draft, temperature, n, sampling, verifier) -> tuple[int, ...]:
-    """Four 32-bit words identifying a configuration by value (seed material)."""
-    blob = json.dumps([draft, float(temperature), int(n), sampling, verifier])
-    digest = hashlib.sha256(blob.encode()).digest()
-    return tuple(int.from_bytes(digest[4 * k : 4 * k + 4], "little") for k in range(4))
-
-
 #: The last shard loaded in this process: (folder, index, sha256) -> Trace.
 _SHARD_MEMO: dict = {}
 
@@ -268,80 +264,22 @@ def _load_shard(folder, index, sha256):
     return trace
 
 
-def _pit_before(p):
-    """Mass of the tokens ranked before each token (descending p, ties by id), (B, V)."""
-    order = np.argsort(-p, axis=1, kind="stable")
-    sorted_p = np.take_along_axis(p, order, axis=1)
-    before_sorted = np.cumsum(sorted_p, axis=1) - sorted_p
-    before = np.empty_like(p)
-    np.put_along_axis(before, order, before_sorted, axis=1)
-    return before
-
-
 def _replay_rows(task: _Task, trace) -> list[dict]:
-    """Rows of one replay task: every applicable verifier, every position of the shard."""
+    """Rows of one replay task: every applicable verifier, every position of the shard.
+
+    The rows of :func:`spectheory.sim.replay.config_rows`, the code
+    :func:`~spectheory.sim.replay.replay` runs on a trace in memory.
+    """
     (n,), (sampling,) = task.ns, task.samplings
-    names = [v for v in task.verifiers if _applicable(v, n, sampling)]
-    if not names:
+    records = [REGISTRY[v] for v in task.verifiers if _applicable(v, n, sampling)]
+    if not records:
         return []
-    T = task.trials
-    start = int(trace.metadata["shard"]["start"])
-    words = {v: _stream_words(task.draft, task.temperature, n, sampling, v) for v in names}
-    kd = _kernels.draft_uniforms(n, sampling)
-    rows: dict = {v: [] for v in names}
-    N = trace.num_positions
-    for c0 in range(0, N, task.chunk):
-        loc = np.arange(c0, min(N, c0 + task.chunk))
-        p = process_logits(trace.target_logits[loc].astype(np.float64), task.temperature)
-        q = process_logits(trace.draft_logits(task.draft, loc), task.temperature)
-        if sampling != "iid":
-            ok = np.count_nonzero(q, axis=1) >= n
-            p, q, loc = p[ok], q[ok], loc[ok]
-        if loc.size == 0:
-            continue
-        before = _pit_before(p)
-        bounds = np.atleast_1d(solve_bound(p, q, n, sampling).value)
-        B = loc.size
-        for name in names:
-            v = REGISTRY[name]
-            K = _kernels.verifier_uniforms(name, n)
-            du, u, pu = np.empty((B, T, kd)), np.empty((B, T, K)), np.empty((B, T))
-            for b, i in enumerate(loc):
-                rng = np.random.default_rng([task.seed, *words[name], start + int(i)])
-                du[b] = rng.random((T, kd))
-                u[b] = rng.random((T, K))
-                pu[b] = rng.random(T)
-            sim = simulate(name, p, q, n, sampling, trials=T, uniforms=u, draft_uniforms=du)
-            cf = CLOSED_FORMS.get(name) if sampling in v.closed_form_samplings else None
-            for b, i in enumerate(loc):
-                k = int(sim.accepted[b].sum())
-                lo, hi = _wilson(k, T)
-                ys = sim.tokens[b]
-                counts = np.bincount(ys, minlength=p.shape[1]).astype(float)
-                pit = before[b, ys] + pu[b] * p[b, ys]
-                rows[name].append(
-                    {
-                        "position": start + int(i),
-                        "prompt_id": int(trace.prompt_ids[i]),
-                        "step": int(trace.steps[i]),
-                        "draft": task.draft,
-                        "temperature": float(task.temperature),
-                        "n": int(n),
-                        "sampling": sampling,
-                        "verifier": name,
-                        "lossless": bool(v.lossless),
-                        "bound": float(bounds[b]),
-                        "exact": float(cf(p[b], q[b], n, sampling)) if cf else float("nan"),
-                        "mc": k / T,
-                        "mc_low": lo,
-                        "mc_high": hi,
-                        "trials": int(T),
-                        "chi2_p": float(_pearson(counts, p[b])[0]),
-                        "pit_mean": float(pit.mean()),
-                        "shard": int(task.shard),
-                    }
-                )
-    return [r for name in names for r in rows[name]]
+    return config_rows(
+        trace, np.arange(trace.num_positions), start=int(trace.metadata["shard"]["start"]),
+        draft=task.draft, temperature=task.temperature, n=n, sampling=sampling,
+        verifiers=records, trials=task.trials, seed=task.seed, chunk=task.chunk,
+        extra={"shard": int(task.shard)},
+    )  # fmt: skip
 
 
 def _bound_rows(task: _Task, trace) -> list[dict]:

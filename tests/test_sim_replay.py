@@ -1,0 +1,141 @@
+"""spectheory.sim.replay: a serial sweep over a trace in memory (issue 15 item 3).
+
+Synthetic traces (random logits, tests/test_shards.py), no model.  Replay and
+sweep share their row builder and per-position random streams, so the tables
+must be identical, number for number (JSON text equality, NaN included),
+whatever the chunk size, the subset of positions or the sharding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from spectheory._errors import InvalidParameterError
+from spectheory.lm.shards import shard_trace
+from spectheory.sim.replay import COLUMNS, replay
+from spectheory.sim.sweeps import SweepGrid, sweep
+from spectheory.verifiers import Verifier, register_verifier, unregister_verifier
+
+V = 120
+KW = dict(temperatures=(1.0,), ns=(1, 2), samplings=("iid", "greedy"), trials=60, seed=5)
+VERIFIERS = ("sd", "rrs", "greedy", "nss")
+
+
+def text(table, drop=("shard",)):
+    return json.dumps([{k: v for k, v in r.items() if k not in drop} for r in table])
+
+
+def synthetic_trace(positions=12, vocab=V, seed=0):
+    """Random float16 logits over two prompts; the draft is a noisy copy of the target."""
+    from spectheory.lm import Trace
+    from spectheory.lm.trace import FORMAT_VERSION
+
+    rng = np.random.default_rng(seed)
+    z = rng.standard_normal((positions, vocab)).astype(np.float16) * 2
+    d = (z + rng.standard_normal(z.shape)).astype(np.float16)
+    half = positions // 2
+    return Trace(
+        target_logits=z, exit_logits={"exit:1": d}, tokens=np.zeros(positions, np.int64),
+        prompt_ids=np.repeat([0, 1], [half, positions - half]),
+        steps=np.concatenate([np.arange(half), np.arange(positions - half)]),
+        prompt_tokens=np.array([1, 2]), prompt_offsets=np.array([0, 1, 2]),
+        metadata={"format": FORMAT_VERSION, "prompt_order": [0, 1],
+                  "settings": {"drafts": ["exit:1"]}},
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return synthetic_trace()
+
+
+@pytest.fixture(scope="module")
+def table(trace):
+    return replay(trace, verifiers=VERIFIERS, chunk=64, **KW)
+
+
+def test_replay_is_independent_of_the_chunk_size(trace, table):
+    # Regression: the streams used to be keyed by the chunk, so the numbers moved with it.
+    assert all(tuple(r) == COLUMNS for r in table)
+    assert len(table) > 0
+    for chunk in (1, 7):
+        assert text(replay(trace, verifiers=VERIFIERS, chunk=chunk, **KW)) == text(table)
+
+
+def test_replay_of_a_subset_equals_the_same_rows_of_the_whole(trace, table):
+    rows = [9, 2, 5]
+    part = replay(trace, verifiers=VERIFIERS, rows=rows, chunk=2, **KW)
+    whole = [r for r in table if r["position"] in rows]
+    assert text(part) == text(whole)
+
+
+def test_replay_equals_a_serial_sweep_whatever_the_sharding(trace, table, tmp_path):
+    grid = SweepGrid(temperatures=KW["temperatures"], ns=KW["ns"], samplings=KW["samplings"],
+                     verifiers=VERIFIERS, trials=KW["trials"])  # fmt: skip
+    for name, limit in (("one", 10**7), ("many", 6_000)):
+        sharded = shard_trace(trace, tmp_path / name, limit)
+        swept = sweep(sharded, grid, seed=KW["seed"], chunk=3)
+        assert {r["shard"] for r in swept} == set(range(len(sharded)))
+        assert text(swept) == text(table)
+    assert len(sharded) > 1
+
+
+def test_seed_changes_the_numbers(trace, table):
+    other = replay(trace, verifiers=VERIFIERS, **{**KW, "seed": 6})
+    assert [r["mc"] for r in other] != [r["mc"] for r in table]
+    assert [r["bound"] for r in other] == [r["bound"] for r in table]
+
+
+def biased_rrs(p, q, drafts, coins, *, sampling="iid"):
+    """Accept the first draft always: biased towards q (a coins-protocol user verifier)."""
+    return drafts[0]
+
+
+def test_user_verifiers_replay_in_python_with_the_same_columns(trace):
+    # Named like the registered "rrs" on purpose: it must run its own code, never rrs's kernel.
+    mine = Verifier("rrs", biased_rrs, samplings=("iid",), lossless=False)
+
+    def blackbox(target, draft, drafts, rng):
+        return int(drafts[0])
+
+    kw = {**KW, "samplings": ("iid",), "ns": (2,)}
+    out = replay(trace, verifiers=(mine,), rows=range(6), **kw)
+    assert all(tuple(r) == COLUMNS for r in out) and len(out) == 6
+    assert all(r["mc"] == 1.0 for r in out)  # always accepted, unlike RRS
+    assert all(math.isnan(r["exact"]) for r in out)  # no closed form for a user function
+    again = replay(trace, verifiers=(blackbox,), rows=range(6), chunk=1, **kw)
+    assert [r["mc"] for r in again] == [1.0] * 6
+    real = replay(trace, verifiers=("rrs",), rows=range(6), **kw)
+    assert any(r["mc"] < 1.0 for r in real)
+
+
+def test_registered_user_verifier_in_a_sweep(trace, tmp_path):
+    register_verifier(Verifier("first_draft", biased_rrs, samplings=("iid",), lossless=False))
+    try:
+        grid = SweepGrid(ns=(2,), samplings=("iid",), verifiers=("first_draft",), trials=20)
+        swept = sweep(shard_trace(trace, tmp_path / "s", 10**7), grid, seed=1)
+        mine = replay(trace, verifiers=("first_draft",), ns=(2,), samplings=("iid",),
+                      trials=20, seed=1)  # fmt: skip
+        assert text(swept) == text(mine)
+        assert {r["mc"] for r in swept} == {1.0}
+    finally:
+        unregister_verifier("first_draft")
+
+
+def test_bad_input(trace):
+    with pytest.raises(InvalidParameterError, match="rows must be positions"):
+        replay(trace, verifiers=("sd",), rows=[10**6])
+    with pytest.raises(InvalidParameterError, match="seed must be an integer >= 0"):
+        replay(trace, verifiers=("sd",), seed=-1)
+    with pytest.raises(InvalidParameterError, match="distinct names"):
+        replay(trace, verifiers=("sd", "sd"))
+    with pytest.raises(InvalidParameterError, match="verifier must be"):
+        replay(trace, verifiers=("nope",))
+    with pytest.raises(InvalidParameterError, match="registered names"):
+        SweepGrid(verifiers=("nope",))
+    np.testing.assert_equal(len(replay(trace, verifiers=("sd",), ns=(1,), rows=[], **{
+        k: v for k, v in KW.items() if k != "ns"})), 0)
