@@ -9,6 +9,10 @@ Select a profile with the environment variable ``SPECTHEORY_HYPOTHESIS_PROFILE``
     Random, 200 examples.
 ``thorough``
     Random, 2,000 examples, for a long local run.
+
+Example counts come from the profile only: no test pins ``max_examples``.  A
+property that is slow per example runs a fixed share of the profile's budget
+with ``@scaled(fraction)`` (tests/budget.py), so every profile scales it too.
 """
 
 import os

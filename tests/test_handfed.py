@@ -79,7 +79,9 @@ def test_torch_verifier(case):
         assert out.accepted.tolist() == [case.token in case.drafts]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.name in ("rrs", "rrs_wor")], ids=str)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.name in ("rrs", "rrs_wor")], ids=lambda c: c.label
+)
 def test_torch_rrs_entry_point(case):
     """recursive_rejection_sampling, validated and with validate=False."""
     p, q = torch.from_numpy(case.p)[None], torch.from_numpy(case.q)[None]
@@ -96,7 +98,7 @@ def test_torch_rrs_entry_point(case):
         assert recursive_rejection_sampling(p, q, d, **kw).tokens.tolist() == [case.token]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.invalid], ids=str)
+@pytest.mark.parametrize("case", [c for c in CASES if c.invalid], ids=lambda c: c.label)
 def test_validated_reference_refuses_q_zero_drafts(case):
     with pytest.raises(InvalidParameterError, match="probability 0"):
         spectheory.verify(

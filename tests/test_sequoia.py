@@ -2,11 +2,13 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from spectheory import InvalidParameterError
 from spectheory.solvers.sequoia import sequoia_tree, sequoia_values, tree_value
+
+from .budget import scaled
 
 # docs/theory.md §8.6 (Sequoia's acceptance-rate-vector.pt, the leading 0 and trailing P(none) dropped).
 ACC_86 = [.6342, .1079, .0570, .0225, .0195, .0150, .0045, .0030, .0120, .0045, .0075, .0045,
@@ -39,7 +41,7 @@ def test_enumeration_counts_are_catalan():
     assert [len(ordered_trees(m)) for m in range(1, 8)] == [1, 1, 2, 5, 14, 42, 132]
 
 
-@settings(max_examples=25)
+@scaled(5 / 12)  # 25 under ci
 @given(
     raw=st.lists(st.integers(0, 20), min_size=1, max_size=5),
     budget=st.integers(1, 8),

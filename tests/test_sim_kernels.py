@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -27,6 +27,7 @@ from spectheory.sim import _kernels as K
 from spectheory.sim.simulate import SimulationResult, simulate
 from spectheory.verifiers import REGISTRY
 
+from .budget import scaled
 from .strategies import as_float, weights
 
 #: Every (verifier, draft law) pair with a kernel.
@@ -97,9 +98,9 @@ def small_case(draw, name, sampling):
 
 @pytest.mark.parametrize(("name", "sampling"), PAIRS)
 def test_replay_small(name, sampling):
-    # 30 instances per (verifier, law): 480 in all, within the file's 60 s budget.
-    @settings(
-        max_examples=30,
+    # Half the profile per (verifier, law): 30 x 16 pairs = 480 under ci, within 60 s.
+    @scaled(
+        1 / 2,
         suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow],
     )
     @given(small_case(name, sampling))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -36,6 +36,7 @@ from spectheory.torch._ops import inverse_cdf
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers import kseq_rho as kseq_rho_reference
 
+from .budget import scaled
 from .strategies import as_float, weights
 
 PAIRS = [(name, s) for name in TORCH_VERIFIERS for s in REGISTRY[name].samplings]
@@ -100,8 +101,8 @@ def small_case(draw, name, sampling):
 
 @pytest.mark.parametrize(("name", "sampling"), PAIRS)
 def test_replay_small(name, sampling):
-    @settings(
-        max_examples=12,
+    @scaled(  # a fifth of the profile: 12 per (verifier, law) under ci
+        1 / 5,
         suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow],
     )
     @given(small_case(name, sampling))

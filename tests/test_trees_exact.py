@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from spectheory import InvalidParameterError
@@ -32,6 +32,8 @@ from spectheory.trees import (
 )
 from spectheory.trees.verify import _chain
 from spectheory.verifiers._ops import accept_prob, normalise_or, positive_part, residual
+
+from .budget import scaled
 
 
 def const(*values):
@@ -78,7 +80,7 @@ def models(seed, vocab=3, order=1, zero_prob=0.25):
 
 
 @pytest.mark.parametrize(("verifier", "drafter", "length"), CASES)
-@settings(max_examples=2)
+@scaled(1 / 30)  # 2 under ci: each example enumerates every tree
 @given(seed=st.integers(0, 10**6), order=st.integers(1, 2))
 def test_every_tree_verifier_is_exactly_lossless(verifier, drafter, length, seed, order):
     target, draft = models(seed, order=order)
@@ -88,7 +90,7 @@ def test_every_tree_verifier_is_exactly_lossless(verifier, drafter, length, seed
     assert 1 <= law.block_efficiency <= length
 
 
-@settings(max_examples=1)
+@scaled(1 / 60)  # 1 under ci
 @given(seed=st.integers(0, 10**6))
 def test_chains_at_vocabulary_five(seed):
     target, draft = models(seed, vocab=5, zero_prob=0.0)
@@ -96,7 +98,7 @@ def test_chains_at_vocabulary_five(seed):
         assert block_law(verifier, target, draft, CHAIN2, 3).extended == joint_law(target, 3)
 
 
-@settings(max_examples=3)
+@scaled(1 / 20)  # 3 under ci
 @given(seed=st.integers(0, 10**6), order=st.integers(1, 2))
 def test_block_dominates_token_and_traversal_equals_block_on_chains(seed, order):
     target, draft = models(seed, order=order)

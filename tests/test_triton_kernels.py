@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from spectheory import InvalidDistributionError, InvalidParameterError, ShapeMismatchError, softmax
@@ -33,6 +33,7 @@ from spectheory._validate import as_distribution
 from spectheory.torch import chain_speculative_sampling, recursive_rejection_sampling
 from spectheory.torch.chain import chain_torch
 
+from .budget import scaled
 from .strategies import as_float, weights
 from .torch_oracles import chain_cells, chain_reference, extended_law_error
 
@@ -72,7 +73,7 @@ def chain_case(draw):
     return p, q, x.astype(np.int64), u
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@scaled(2 / 3, suppress_health_check=[HealthCheck.too_slow])  # 40 under ci
 @given(chain_case())
 def test_chain_torch_matches_reference(case):
     assert_chain_matches_reference(*case)
