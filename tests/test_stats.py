@@ -167,6 +167,17 @@ def test_pit_is_exactly_uniform_under_the_null():
         assert cdf == t
 
 
+def test_pit_of_one_law_equals_the_row_form():
+    rng = np.random.default_rng(9)
+    p = rng.dirichlet(np.ones(12) * 0.3)
+    p[[2, 7]] = p[3]  # ties, broken by id
+    p /= p.sum()
+    ys = rng.choice(12, size=500, p=p)
+    one = S.randomised_pit(p, ys, np.random.default_rng(1))
+    rows = S.randomised_pit(np.tile(p, (500, 1)), ys, np.random.default_rng(1))
+    np.testing.assert_allclose(one, rows, rtol=1e-12, atol=1e-15)
+
+
 def test_pooled_pit_is_calibrated_and_sees_a_bias():
     """Rows with different laws: pooled u uniform under the null, not under a tempered law."""
     rng = np.random.default_rng(3)
