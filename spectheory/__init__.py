@@ -30,18 +30,42 @@ from ._errors import (
     SpecTheoryError,
     TraceError,
 )
-from .coins import RandomCoins, ReplayCoins, enumerate_outcomes
-from .distributions import process_logits, process_pair, softmax
-from .drafting import SAMPLINGS, draft_set_law, draft_set_probability, sample_drafts
-from .exact import acceptance, output_distribution
-from .sim import LosslessReport, SimulationResult, check_lossless, simulate
-from .solvers.ot_dual import METHODS, BoundResult, bound, solve_bound
-from .solvers.scaling import fit_log_linear
-from .solvers.specdecpp import SpecDecPPResult, solve_specdecpp
-from .solvers.speedup import OptimalGammaResult, optimal_gamma
-from .verifiers import REGISTRY, Verifier, get_verifier, verify
-
 from ._version import __version__
+
+# The public names below are imported on first use (PEP 562), so that
+# ``import spectheory`` (and ``spectheory --help``) does not load numba, scipy
+# and every kernel.  To export a name, add it here and to __all__.
+_LAZY = {
+    ".coins": ("RandomCoins", "ReplayCoins", "enumerate_outcomes"),
+    ".distributions": ("process_logits", "process_pair", "softmax"),
+    ".drafting": ("SAMPLINGS", "draft_set_law", "draft_set_probability", "sample_drafts"),
+    ".exact": ("acceptance", "output_distribution"),
+    ".sim": ("LosslessReport", "SimulationResult", "check_lossless", "simulate"),
+    ".solvers.ot_dual": ("METHODS", "BoundResult", "bound", "solve_bound"),
+    ".solvers.scaling": ("fit_log_linear",),
+    ".solvers.specdecpp": ("SpecDecPPResult", "solve_specdecpp"),
+    ".solvers.speedup": ("OptimalGammaResult", "optimal_gamma"),
+    ".verifiers": ("REGISTRY", "Verifier", "get_verifier", "verify"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name):
+    import importlib
+    import importlib.util
+
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")  # a subpackage: spectheory.sim
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
 
 __all__ = [
     "METHODS",

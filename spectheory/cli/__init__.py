@@ -18,6 +18,7 @@ It defines
     (:func:`~spectheory.cli._common.dataclass_options`), so each default is
     written once.  ``-q/--quiet`` and ``-v/--verbose`` are added for you.
 ``run(args) -> int``
+    (one ``run_SUB`` per subcommand for nested commands such as ``trace``)
     Does the work and returns an :class:`ExitCode`.  It raises
     :class:`spectheory.SpecTheoryError` (or ``OSError``) for bad input: the
     user sees one line and exit code 2; anything else is a bug (exit code 1,

@@ -253,7 +253,7 @@ def dataclass_options(parser, cls, fields=None, types=None, flags=None):
             kwargs["type"] = nonnegative_int
         elif isinstance(default, float):
             kwargs["type"] = nonnegative_float
-        help_text = docs.get(name, name.replace("_", " "))
+        help_text = docs.get(name) or name.replace("_", " ")
         kwargs["help"] = f"{help_text} (default: {_show(default)})"
         parser.add_argument(flags.get(name, "--" + name.replace("_", "-")), **kwargs)
 

@@ -6,7 +6,7 @@ is written once, in the dataclass.
 
 from __future__ import annotations
 
-from ._common import dataclass_options, id_list, settings_from_args, usage_error
+from ._common import dataclass_options, id_list, positive_int, settings_from_args, usage_error
 
 #: The fields of TraceSettings exposed as options, in this order.
 FIELDS = ("model", "drafts", "prompts", "max_new_tokens", "temperature", "seed")
@@ -17,7 +17,8 @@ def add_recording_options(parser) -> None:
     from ..lm.trace import TraceSettings
 
     group = parser.add_argument_group("recording (spectheory.lm.TraceSettings)")
-    dataclass_options(group, TraceSettings, FIELDS, types={"prompts": id_list})
+    dataclass_options(group, TraceSettings, FIELDS,
+                      types={"prompts": id_list, "max_new_tokens": positive_int})  # fmt: skip
 
 
 def trace_settings(args):

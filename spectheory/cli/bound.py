@@ -14,6 +14,8 @@ EXAMPLE_TARGET = (0.3, 0.4, 0.3)
 EXAMPLE_DRAFT = (0.6, 0.3, 0.1)
 #: Numbers of drafts of the default table.
 DEFAULT_NS = (1, 2, 3, 4)
+#: Largest synthetic batch (values per array) of ``--vocab x --batch``.
+MAX_SYNTHETIC_VALUES = 2**28
 #: The solver of :func:`spectheory.solve_bound` used unless ``--method`` says otherwise.
 DEFAULT_METHOD = "dual"
 
@@ -70,6 +72,11 @@ def run(args) -> int:
     from ..drafting import SAMPLINGS
     from ..solvers.ot_dual import METHODS, solve_bound
 
+    if args.vocab * args.batch > MAX_SYNTHETIC_VALUES:
+        raise usage_error(
+            f"--vocab x --batch must be at most 2**28 values (2 GiB per float64 array); got "
+            f"{args.vocab} x {args.batch}"
+        )
     check_choice(args.sampling, "--sampling", (*SAMPLINGS, "all"))
     check_choice(args.method, "--method", METHODS)
     exact = args.method in ("maxflow", "enumerate")
@@ -130,8 +137,6 @@ def _full_vocabulary_demo(args, samplings):
     from ..solvers.ot_dual import solve_bound
 
     V, B = args.vocab, args.batch
-    if V * B > 2**28:
-        raise usage_error(f"--vocab x --batch must be at most 2**28 values; got {V} x {B}")
     rng = np.random.default_rng(args.seed)
     z = 3.0 * rng.standard_normal((B, V))
     p, q = softmax(z), softmax(z + rng.standard_normal((B, V)))

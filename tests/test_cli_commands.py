@@ -1,0 +1,267 @@
+"""Regressions of the commands' bad-input handling (issue 22 item 9) and of ``check module:fn``.
+
+Every bad input must exit 2 with a one-line message naming the option, no
+traceback; none may be silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from spectheory.cli import ExitCode, main
+
+EXAMPLE = ["--target", "0.3,0.4,0.3", "--draft", "0.6,0.3,0.1"]
+
+
+def usage_error(argv, capsys) -> str:
+    """Run ``argv``; assert exit code 2 and a one-line message without traceback; return it."""
+    assert main(argv) == ExitCode.USAGE
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and captured.err.count("\n") == 1, captured.err
+    return captured.err
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    """A 6-position, V = 50 trace with one early-exit draft, saved as a file."""
+    from spectheory.lm import Trace
+    from spectheory.lm.trace import FORMAT_VERSION
+
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((6, 50))
+    trace = Trace(
+        target_logits=z.astype(np.float16),
+        exit_logits={"exit:1": (z + 0.5 * rng.standard_normal((6, 50))).astype(np.float16)},
+        tokens=rng.integers(0, 50, 6), prompt_ids=np.array([0, 0, 0, 1, 1, 1]),
+        steps=np.array([0, 1, 2, 0, 1, 2]), prompt_tokens=np.array([1, 2, 3, 4]),
+        prompt_offsets=np.array([0, 2, 4]),
+        metadata={"format": FORMAT_VERSION, "prompt_order": [0, 1],
+                  "settings": {"drafts": ["exit:1"]}},
+    )  # fmt: skip
+    return str(trace.save(tmp_path_factory.mktemp("trace") / "t.safetensors"))
+
+
+# --------------------------------------------------------------------------- bound
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--vocab", "-5"], "argument --vocab: must be an integer >= 0; got -5"),
+        (["--batch", "-1"], "argument --batch: must be an integer >= 1; got -1"),
+        (["--batch", "0"], "argument --batch: must be an integer >= 1; got 0"),
+        (["--seed", "-1"], "argument --seed: must be an integer >= 0; got -1"),
+        (["--n", "2", "x"], "argument --n: expected an integer; got 'x'"),
+        (["--sampling", "bogus"], "--sampling must be one of 'iid'"),
+        (["--method", "bogus"], "--method must be one of"),
+        (["--vocab", "100000", "--batch", "100000"], "--vocab x --batch must be at most 2**28"),
+    ],
+)
+def test_bound_bad_numbers_exit_2(argv, message, capsys):
+    assert message in usage_error(["bound", *argv], capsys)
+
+
+def test_bound_with_nothing_to_compute_is_an_error_not_an_empty_table(capsys):
+    # without replacement needs n <= 3 here: the table would be empty
+    argv = ["bound", "--vocab", "0", "--n", "4", "5", "--sampling", "without_replacement"]
+    assert "nothing to compute" in usage_error(argv, capsys)
+
+
+def test_bound_skipped_rows_are_reported(capsys):
+    argv = ["bound", "--vocab", "0", "--n", "2", "4", "--sampling", "without_replacement", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert [r["n"] for r in json.loads(captured.out)["bounds"]] == [2]
+    assert "skipped without_replacement n=4" in captured.err
+
+
+def test_bound_synthetic_batch_runs_the_chosen_law_only(capsys):
+    argv = ["bound", "--vocab", "40", "--batch", "3", "--n", "2", "--sampling", "greedy", "--json"]
+    assert main([*argv, "--quiet"]) == 0
+    rows = json.loads(capsys.readouterr().out)["full_vocabulary"]
+    assert [(r["sampling"], r["n"]) for r in rows] == [("greedy", 2)]
+    assert 0 < rows[0]["mean"] <= 1
+
+
+# --------------------------------------------------------------------------- check
+
+
+def test_check_n_0_is_refused_not_replaced(capsys):
+    err = usage_error(["check", "rrs", *EXAMPLE, "--n", "0"], capsys)
+    assert "argument --n: must be an integer >= 1; got 0" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--trials", "0", "argument --trials: must be an integer >= 1; got 0"),
+        ("--trials", "1e3", "argument --trials: expected an integer; got '1e3'"),
+        ("--alpha", "0", "argument --alpha: must be in (0, 1); got 0"),
+        ("--check-temperature", "-1", "argument --check-temperature: must be a number >= 0"),
+        ("--rows", "0", "argument --rows: must be an integer >= 1; got 0"),
+        ("--positions", "5-2", "argument --positions: must look like '0-5,9'"),
+        ("--trace", "/nonexistent/t.safetensors", "no such file or folder"),
+        ("--sampling", "bogus", "--sampling must be one of"),
+    ],
+)
+def test_check_bad_numbers_exit_2(option, value, message, capsys):
+    assert message in usage_error(["check", "rrs", *EXAMPLE, option, value], capsys)
+
+
+def test_check_math_sqrt_is_a_clear_error(capsys):
+    err = usage_error(["check", "math:sqrt", *EXAMPLE], capsys)
+    assert "verifier 'math:sqrt' must take four arguments" in err and "(x, /)" in err
+    err = usage_error(["check", "math:pi", *EXAMPLE], capsys)
+    assert "verifier 'math:pi' is not a function" in err
+
+
+def test_check_module_function_from_the_current_folder(tmp_path, monkeypatch, capsys):
+    package = tmp_path / "mylab_cli_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "verifiers.py").write_text(textwrap.dedent('''
+        def my_target_sampler(target, draft, drafts, rng):
+            """Lossless by construction: ignores the drafts and samples the target."""
+            return int(rng.choice(len(target), p=target))
+
+        def my_biased(target, draft, drafts, rng):
+            return int(drafts[0])
+    '''))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(__import__("sys").modules, "mylab_cli_test", raising=False)
+    argv = ["check", "mylab_cli_test.verifiers:my_target_sampler", *EXAMPLE, "--trials", "2000"]
+    assert main(argv) == ExitCode.OK, capsys.readouterr().err
+    assert "consistent with lossless" in capsys.readouterr().out
+    argv = ["check", "mylab_cli_test.verifiers:my_biased", *EXAMPLE, "--trials", "2000"]
+    assert main(argv) == ExitCode.CHECK_FAILED
+    import sys
+
+    assert str(tmp_path) not in sys.path  # the folder was importable only while importing
+
+
+def test_check_draft_with_a_trace_is_refused(trace_file, capsys):
+    err = usage_error(["check", "rrs", "--draft", "0.5,0.5", "--trace", trace_file], capsys)
+    assert "--draft needs --target" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--on", "exit:1"], "--on cannot be combined with --target"),
+        (["--positions", "0-2"], "--positions cannot be combined with --target"),
+        (["--model", "m"], "--model cannot be combined with --target"),
+    ],
+)
+def test_check_trace_options_with_target_are_refused(extra, message, capsys):
+    assert message in usage_error(["check", "rrs", *EXAMPLE, *extra], capsys)
+
+
+def test_check_recording_options_with_a_trace_file_are_refused(trace_file, capsys):
+    argv = ["check", "rrs", "--trace", trace_file, "--max-new-tokens", "3"]
+    assert "--max-new-tokens cannot be combined with --trace" in usage_error(argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("positions", "bad"), [("999", "[999]"), ("0-6", "[6]"), ("5,6,7", "[6, 7]")]
+)
+def test_check_positions_outside_the_trace(trace_file, positions, bad, capsys):
+    argv = ["check", "rrs", "--trace", trace_file, "--on", "exit:1", "--positions", positions]
+    err = usage_error(argv, capsys)
+    assert f"--positions must be in 0-5 (the trace's positions); got {bad}" in err
+
+
+def test_check_on_a_trace_file(trace_file, capsys):
+    argv = ["check", "rrs", "--trace", trace_file, "--on", "exit:1", "--positions", "0-2",
+            "--n", "2", "--trials", "400", "--json"]  # fmt: skip
+    assert main(argv) == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["rows"] == 3 and report["trials"] == 400 and report["lossy"] is False
+    assert "--on must be one of" in usage_error(
+        ["check", "rrs", "--trace", trace_file, "--on", "exit:9"], capsys
+    )
+
+
+# --------------------------------------------------------------------------- sweep, replay, trace
+
+
+@pytest.mark.parametrize("value", ["bogus", "tcp:/host", ""])
+def test_sweep_bad_scheduler(tmp_path, value, capsys):
+    err = usage_error(["sweep", "--shards", str(tmp_path), "--scheduler", value], capsys)
+    assert "argument --scheduler: must be 'serial', 'threads' or 'local'" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--shards", "/nonexistent"], "argument --shards: no such file or folder"),
+        (["--chunk", "0"], "argument --chunk: must be an integer >= 1; got 0"),
+        (["--workers", "0"], "argument --workers: must be an integer >= 1; got 0"),
+        (["--retries", "-1"], "argument --retries: must be an integer >= 0; got -1"),
+        (["--trials", "0"], "argument --trials: must be an integer >= 1; got 0"),
+        (["--n", "0"], "argument --n: must be an integer >= 1; got 0"),
+        (["--temperatures", "-1"], "argument --temperatures: must be a number >= 0"),
+        (["--samplings", "bogus"], "samplings must be among"),
+        (["--verifiers", "bogus"], "got ['bogus']"),
+    ],
+)
+def test_sweep_bad_options(tmp_path, argv, message, capsys):
+    base = ["sweep", "--shards", str(tmp_path)]
+    assert message in usage_error([*base, *argv], capsys)
+
+
+def test_replay_and_sweep_on_a_trace_file(trace_file, tmp_path, capsys):
+    common = ["--n", "2", "--samplings", "iid", "--verifiers", "rrs", "--trials", "20", "-q"]
+    out = tmp_path / "r.csv"
+    assert main(["replay", "--trace", trace_file, *common, "--out", str(out)]) == 0
+    assert "6 rows (6 positions)" in capsys.readouterr().out and out.is_file()
+    shards = tmp_path / "shards"
+    argv = ["trace", "shard", "--trace", trace_file, "--out", str(shards), "--max-shard-mb", "1"]
+    assert main(argv) == 0
+    assert "6 positions x 50 tokens in 1 shards" in capsys.readouterr().out
+    argv = ["sweep", "--shards", str(shards), *common, "--no-cache", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    assert "6 rows in" in capsys.readouterr().out
+
+
+def test_replay_recording_options_with_a_trace_file_are_refused(trace_file, capsys):
+    argv = ["replay", "--trace", trace_file, "--prompts", "0-1"]
+    assert "--prompts cannot be combined with --trace" in usage_error(argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["trace", "record", "--max-new-tokens", "0"], "argument --max-new-tokens: must be"),
+        (["trace", "record", "--prompts", "1-x"], "argument --prompts: must look like"),
+        (["trace", "record", "--temperature", "-1"], "argument --temperature: must be"),
+        (["trace", "shard", "--out", "x", "--max-shard-mb", "0"], "must be a number > 0"),
+        (["trace", "shard", "--out", "x", "--trace", "/nonexistent"], "no such file"),
+    ],
+)
+def test_trace_bad_options(argv, message, capsys):
+    assert message in usage_error(argv, capsys)
+
+
+# --------------------------------------------------------------------------- reproduce, draft
+
+
+def test_reproduce_missing_trace_file(capsys):
+    err = usage_error(["reproduce", "blockverify", "--trace", "/nonexistent"], capsys)
+    assert "argument --trace: no such file or folder: '/nonexistent'" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--layer", "-1"], "argument --layer: must be an integer >= 0"),
+        (["train", "--layer", "3", "--steps", "0"], "argument --steps: must be an integer >= 1"),
+        (["train", "--layer", "3", "--lr", "0"], "argument --lr: must be a number > 0"),
+        (["evaluate", "adapter:3", "--repeats", "0"], "argument --repeats: must be an integer"),
+    ],
+)
+def test_draft_bad_options(argv, message, capsys):
+    assert message in usage_error(["draft", *argv], capsys)
