@@ -36,7 +36,6 @@ References
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -45,6 +44,7 @@ from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..exact import CLOSED_FORMS
 from ..exact import acceptance as exact_acceptance
+from ..sim._stats import wilson_interval as _wilson
 from ..solvers.ot_dual import solve_bound
 from ._common import Run, close_to, get_trace
 
@@ -76,13 +76,6 @@ GAP_VERIFIERS = {
 EXISTING = {"iid": ("rrs", "kseq"), "without_replacement": ("rrs_wor",)}
 EXACT_VERIFIERS = ("sd", "rrs", "rrs_wor", "kseq", "spechub", "greedy", "nss", "naive", "khisti",
                    "optimal_lp")  # fmt: skip
-
-
-def _wilson(k, N, z=1.959963984540054):
-    a = k / N
-    centre = (a + z * z / (2 * N)) / (1 + z * z / N)
-    half = z * math.sqrt(a * (1 - a) / N + z * z / (4 * N * N)) / (1 + z * z / N)
-    return centre - half, centre + half
 
 
 def known_answer_checks(run: Run) -> list:
