@@ -9,7 +9,7 @@ from __future__ import annotations
 from ._common import dataclass_options, id_list, positive_int, settings_from_args, usage_error
 
 #: The fields of TraceSettings exposed as options, in this order.
-FIELDS = ("model", "drafts", "prompts", "max_new_tokens", "temperature", "seed")
+FIELDS = ("model", "drafts", "prompts", "prompt_file", "max_new_tokens", "temperature", "seed")
 
 
 def add_recording_options(parser) -> None:

@@ -64,6 +64,7 @@ def run_record(args) -> int:
     print(
         f"trace {settings.key()}: {trace.num_positions} positions x {trace.vocab_size} tokens, "
         f"drafts {', '.join(trace.drafts)}\n"
+        f"model {trace.metadata['model']['name']} ({trace.metadata['model'].get('source')})\n"
         f"file {path} ({size:.1f} MiB); {seconds:.1f} s "
         f"(recording {trace.metadata['recording_seconds']} s)"
     )

@@ -56,15 +56,16 @@ class TraceSettings:
     Attributes
     ----------
     model : str
-        ``"smollm2-135m-instruct"``, a local Hugging Face model folder, a
-        ``.gguf`` file, the name of a model object passed as ``loaded``
+        The target: smollm2-135m-instruct, a Hugging Face model folder or a GGUF file.
+        Also the name of a model object passed as ``loaded``
         (:meth:`~spectheory.lm.LoadedModel.from_model`), or ``"arrays:NAME"``
         for a trace built from arrays (:meth:`Trace.from_arrays`).
     drafts : tuple of str
-        Draft specifications (``"exit:L"``, ``"adapter:L"``, ``"quant:TYPE"``,
-        ``"ngram:K"``, ``"lm:PATH"``, ``"logits:NAME"``; see :mod:`.drafts`).
+        Draft specs: exit:L, adapter:L, quant:TYPE, ngram:K, lm:PATH.
+        ``"logits:NAME"`` names logits stored by :meth:`Trace.from_arrays`;
+        see :mod:`.drafts`.
     prompts : tuple of int, optional
-        Indices into the prompt set (default: all of it).
+        Ids of the prompts to record (None: all of the prompt set).
     max_new_tokens : int
         Continuation length per prompt (shorter if the model ends its turn).
     temperature : float
@@ -72,9 +73,9 @@ class TraceSettings:
     seed : int
         Seed of the sampling (numpy Generator, one stream per prompt), >= 0.
     prompt_file : str
-        ``""`` for the built-in prompts (:data:`~spectheory.lm.prompts.PROMPTS`),
-        else a text or JSON-lines prompt file
-        (:func:`~spectheory.lm.prompts.load_prompts`); the SHA-256 of its
+        A text or JSON-lines prompt file (empty: the built-in prompts).
+        ``""`` selects :data:`~spectheory.lm.prompts.PROMPTS`; a file is read
+        by :func:`~spectheory.lm.prompts.load_prompts` and the SHA-256 of its
         bytes is part of the cache key.
     """
 
