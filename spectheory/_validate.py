@@ -15,13 +15,19 @@ Every error names the argument, the row and the offending value.
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from fractions import Fraction
 
 import numpy as np
 
-from ._errors import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+from ._errors import (
+    InstanceTooLargeError,
+    InvalidDistributionError,
+    InvalidParameterError,
+    ShapeMismatchError,
+)
 from ._validate_kernels import row_stats
 
 __all__ = [
@@ -29,7 +35,9 @@ __all__ = [
     "as_distribution",
     "as_distribution_pair",
     "check_choice",
+    "check_limit",
     "check_positive_int",
+    "check_positive_real",
     "check_rng",
 ]
 
@@ -200,6 +208,33 @@ def check_positive_int(value, name: str) -> int:
     return value
 
 
+def check_limit(value: int, name: str, limit: int, why: str = "") -> int:
+    """Return ``value`` if it is at most ``limit``, else raise :class:`InstanceTooLargeError`.
+
+    The documented size limits (draft lengths, bootstrap resamples, state
+    counts) refuse with a clear error instead of hanging or exhausting memory.
+    """
+    if value > limit:
+        extra = f" ({why})" if why else ""
+        raise InstanceTooLargeError(f"{name}={value} exceeds the limit {limit}{extra}")
+    return value
+
+
+def check_positive_real(value, name: str, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float > 0 (finite unless ``allow_inf``), or raise naming ``name``.
+
+    Bools, strings, complex numbers and NaN are refused.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(
+            f"{name} must be a positive real number; got {value!r} of type {type(value).__name__}"
+        )
+    x = float(value)
+    if not (x > 0) or (math.isinf(x) and not allow_inf):
+        raise InvalidParameterError(f"{name} must be a finite number > 0; got {value!r}")
+    return x
+
+
 def check_choice(value, name: str, choices) -> str:
     """Return ``value`` if it is one of ``choices``, else raise listing them."""
     if not isinstance(value, str) or value not in choices:
@@ -224,10 +259,10 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     --------
     >>> int(check_rng(0).integers(10)) == int(np.random.default_rng(0).integers(10))
     True
-    >>> check_rng(-1)
+    >>> check_rng(-1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    spectheory._errors.InvalidParameterError: rng must be None, a non-negative integer seed, a SeedSequence or a numpy Generator; got -1
+    spectheory._errors.InvalidParameterError: rng must be None, a non-negative ... got -1
     """
     if rng is None or isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)

@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from ._errors import InvalidParameterError
-from ._validate import as_distribution, check_choice, check_positive_int
+from ._errors import InstanceTooLargeError, InvalidParameterError
+from ._validate import as_distribution, check_choice, check_positive_int, check_rng
 
 __all__ = [
     "SAMPLINGS",
@@ -47,6 +47,31 @@ __all__ = [
 
 #: The draft laws understood by every ``sampling=`` argument.
 SAMPLINGS = ("iid", "without_replacement", "greedy")
+
+#: Largest enumeration (draft sets for :func:`draft_set_law`, ordered draws for
+#: :func:`draft_set_probability` without replacement) the reference functions accept.
+MAX_ENUMERATION = 1_000_000
+#: Largest i.i.d. ``n`` the reference enumerations accept.
+MAX_IID_ENUMERATION_N = 64
+
+
+def _check_enumeration(support: int, n: int, sampling: str, what: str) -> None:
+    """Refuse reference enumerations that would hang or exhaust memory."""
+    if sampling == "greedy":
+        return
+    # i.i.d. multisets C(s + n - 1, n), each weighted with n! / prod(m_i!);
+    # ordered draws without replacement s! / (s - n)!.  n itself is bounded
+    # first so that math.comb and the factorials stay cheap.
+    if sampling == "iid" and n > MAX_IID_ENUMERATION_N:
+        raise InstanceTooLargeError(
+            f"{what} refuses n={n} with sampling='iid' (limit n <= {MAX_IID_ENUMERATION_N})"
+        )
+    count = math.comb(support + n - 1, n) if sampling == "iid" else math.perm(support, n)
+    if count > MAX_ENUMERATION:
+        raise InstanceTooLargeError(
+            f"{what} refuses n={n}, sampling={sampling!r} on {support} tokens: {count} "
+            f"{'draft sets' if sampling == 'iid' else 'ordered draws'} (limit {MAX_ENUMERATION})"
+        )
 
 
 def top_tokens(q, m: int) -> np.ndarray:
@@ -148,7 +173,13 @@ def draft_set_law(draft, n: int = 1, sampling: str = "iid") -> dict:
     Returns
     -------
     dict
-        ``frozenset of token ids -> probability``.  i.i.d. classes merge the
+        ``frozenset of token ids -> probability``.
+
+    Raises
+    ------
+    InstanceTooLargeError
+        Beyond :data:`MAX_ENUMERATION` draft sets (i.i.d.) or ordered draws
+        (without replacement).  i.i.d. classes merge the
         multisets with the same support: :math:`C(V+n-1, n)` multisets.
 
     Examples
@@ -163,6 +194,7 @@ def draft_set_law(draft, n: int = 1, sampling: str = "iid") -> dict:
     n = check_positive_int(n, "n")
     check_choice(sampling, "sampling", SAMPLINGS)
     check_draft_support(q, n, sampling, batched=False)
+    _check_enumeration(int(np.count_nonzero(q[0] != 0)), n, sampling, "draft_set_law")
     return set_law_row(q[0], n, sampling)
 
 
@@ -207,7 +239,7 @@ def draft_set_probability(draft, H, n: int = 1, sampling: str = "iid"):
     Parameters
     ----------
     draft : array_like, shape (V,)
-    H : array_like of bool, shape (V,), or iterable of token ids
+    H : array_like of bool, shape (V,), or a flat sequence of token ids in [0, V)
     n : int
     sampling : {"iid", "without_replacement", "greedy"}
 
@@ -225,14 +257,35 @@ def draft_set_probability(draft, H, n: int = 1, sampling: str = "iid"):
     n = check_positive_int(n, "n")
     check_choice(sampling, "sampling", SAMPLINGS)
     check_draft_support(q[None], n, sampling, batched=False)
-    H = np.asarray(H)
-    if H.dtype == bool:
-        if H.shape != q.shape:
-            raise InvalidParameterError(f"H as a mask must have shape {q.shape}; got {H.shape}")
-        members = [int(i) for i in np.flatnonzero(H)]
-    else:
-        members = sorted({int(i) for i in H.ravel()})
+    members = _check_token_set(H, q.shape[0])
+    if sampling == "without_replacement":
+        inside = sum(1 for i in members if q[i] != 0)
+        _check_enumeration(inside, n, sampling, "draft_set_probability")
     return set_probability_row(q, members, n, sampling)
+
+
+def _check_token_set(H, V):
+    """Token ids of ``H``: a bool mask of shape (V,) or a flat sequence of ids in [0, V)."""
+    try:
+        arr = np.asarray(H)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise InvalidParameterError(f"H cannot be read as token ids: {exc}") from None
+    if arr.dtype == bool:
+        if arr.shape != (V,):
+            raise InvalidParameterError(f"H as a mask must have shape ({V},); got {arr.shape}")
+        return [int(i) for i in np.flatnonzero(arr)]
+    if arr.ndim != 1:
+        raise InvalidParameterError(
+            f"H must be a mask of shape ({V},) or a flat sequence of token ids; got shape "
+            f"{arr.shape}"
+        )
+    members = set()
+    for v in arr.tolist():
+        # Only true integers: 1.7 was truncated to 1, -1 wrapped to the last token.
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < V:
+            raise InvalidParameterError(f"H holds {v!r}; token ids must be integers in [0, {V})")
+        members.add(v)
+    return sorted(members)
 
 
 def set_probability_row(q, members, n, sampling, greedy_T=None):
@@ -263,8 +316,8 @@ def sample_drafts(draft, n: int = 1, sampling: str = "iid", rng=None) -> np.ndar
     draft : array_like, shape (V,) or (B, V)
     n : int
     sampling : {"iid", "without_replacement", "greedy"}
-    rng : numpy.random.Generator or int or None
-        Source of randomness (``np.random.default_rng(rng)``).
+    rng : numpy.random.Generator, SeedSequence, int >= 0 or None
+        Source of randomness (checked by :func:`spectheory._validate.check_rng`).
 
     Returns
     -------
@@ -282,7 +335,7 @@ def sample_drafts(draft, n: int = 1, sampling: str = "iid", rng=None) -> np.ndar
     n = check_positive_int(n, "n")
     check_choice(sampling, "sampling", SAMPLINGS)
     check_draft_support(q, n, sampling, batched)
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng, "rng")
     B, V = q.shape
     out = np.empty((B, n), dtype=np.int64)
     for b in range(B):

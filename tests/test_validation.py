@@ -131,3 +131,66 @@ def test_error_hierarchy():
     assert issubclass(stt.InvalidDistributionError, stt.SpecTheoryError)
     assert issubclass(stt.InstanceTooLargeError, ValueError)
     assert issubclass(stt.SolverError, RuntimeError)
+
+
+# --- issue 22, items 7, 8, 10: documented limits and argument checks ---
+
+from spectheory.drafting import draft_set_probability, sample_drafts  # noqa: E402
+from spectheory.solvers.specdecpp import solve_specdecpp  # noqa: E402
+from spectheory.solvers.speedup import optimal_gamma  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("call", "pattern"),
+    [
+        (lambda: stt.draft_set_law([0.5, 0.5], n=10**6), "n=1000000"),
+        (lambda: stt.draft_set_law([1.0, 0.0], n=10**6), "limit n <= 64"),
+        (lambda: stt.draft_set_law(np.ones(40) / 40, 6, "without_replacement"), "ordered draws"),
+        (lambda: draft_set_probability(np.ones(30) / 30, range(30), 8, "without_replacement"),
+         "ordered draws"),
+        (lambda: optimal_gamma(0.9, 0.1, gamma_max=10**12), "gamma_max=1000000000000"),
+        (lambda: optimal_gamma([0.5] * 100, 0.1, gamma_max=10**6, method="enumerate"),
+         "gamma_max"),
+        (lambda: solve_specdecpp({0.5: 1.0}, 0.1, k_max=10**6), "k_max=1000000"),
+    ],
+)
+def test_issue22_huge_parameters_are_refused_not_hung(call, pattern):
+    with pytest.raises(stt.InstanceTooLargeError, match=pattern):
+        call()
+
+
+def test_issue22_optimal_gamma_lambertw_takes_huge_gamma_max():
+    # O(1) method: the documented limit is 2**53; the answer is the uncapped optimum.
+    r = optimal_gamma(0.8, 0.05, gamma_max=10**12, method="lambertw")
+    assert r.gamma == optimal_gamma(0.8, 0.05).gamma == 8
+
+
+@pytest.mark.parametrize("tol", [float("inf"), True, float("nan"), 0.0, -1.0, "1e-9", 1j])
+def test_issue22_specdecpp_tol(tol):
+    with pytest.raises(stt.InvalidParameterError, match="tol"):
+        solve_specdecpp({0.5: 1.0}, 0.1, tol=tol)
+
+
+@pytest.mark.parametrize("H", [[-1], [1.7], [[0], [1]], [2], [True], ["0"]])
+def test_issue22_draft_set_probability_token_ids(H):
+    # [-1] wrapped to the last token, 1.7 was truncated to 1, nested lists flattened.
+    with pytest.raises(stt.InvalidParameterError, match="H"):
+        draft_set_probability([0.5, 0.5], H)
+
+
+def test_issue22_draft_set_probability_accepts_ids_and_masks():
+    q = np.array([0.5, 0.25, 0.25])
+    assert draft_set_probability(q, [0, 2], 2) == 0.75**2
+    assert draft_set_probability(q, np.array([True, False, True]), 2) == 0.75**2
+    assert draft_set_probability(q, np.array([0, 2, 2], dtype=np.int64), 2) == 0.75**2
+
+
+@pytest.mark.parametrize("rng", ["abc", 1.5, -1, [1, 2], True, np.random.RandomState(0)])
+def test_issue22_sample_drafts_seed(rng):
+    with pytest.raises(stt.InvalidParameterError, match="rng must be"):
+        sample_drafts([0.5, 0.5], 2, rng=rng)
+
+
+def test_issue22_sample_drafts_seed_reproducible():
+    a = sample_drafts([0.2, 0.3, 0.5], 3, rng=np.uint8(7))
+    assert a.tolist() == sample_drafts([0.2, 0.3, 0.5], 3, rng=7).tolist()

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InstanceTooLargeError, InvalidParameterError, SolverError
-from .._validate import check_choice, check_positive_int
+from .._validate import check_choice, check_limit, check_positive_int, check_positive_real
 from .speedup import optimal_gamma_positional
 
 __all__ = [
@@ -78,8 +78,10 @@ __all__ = [
 #: Methods of :func:`solve_specdecpp`.
 SPECDECPP_METHODS = ("dinkelbach", "lp")
 
-#: Largest number of states the solvers accept.
-MAX_STATES = 2_000_000
+#: Largest number of states the solvers accept (about 130 us per state: ~30 s at the limit).
+MAX_STATES = 200_000
+#: Largest ``k_max`` (draft length cap) of :func:`solve_specdecpp`.
+MAX_K = 1_000
 
 
 @dataclass(frozen=True)
@@ -332,6 +334,17 @@ def _threshold_interval(levels, conts, m, markov, mask=None):
     return np.stack([lo, hi], axis=1)
 
 
+def _visited(levels, conts):
+    """Per level, the states reached with positive probability when ``conts`` is followed."""
+    seen = [np.zeros(lv.P.size, dtype=bool) for lv in levels]
+    seen[0][:] = True
+    for k in range(len(levels) - 1):
+        lv = levels[k]
+        go = seen[k] & conts[k]
+        seen[k + 1][lv.child[go[:, None] & (lv.prob > 0)]] = True
+    return seen
+
+
 def _fixed_baseline(v, p, T, k_max, c):
     """E[P_j], j = 1..K_max, and the best fixed length by the positional speedup."""
     EP = np.empty(k_max)
@@ -550,8 +563,8 @@ def solve_specdecpp(
     t_target = _check_time(t_target, "t_target", positive=True)
     k_max = check_positive_int(k_max, "k_max")
     max_iter = check_positive_int(max_iter, "max_iter")
-    if not (isinstance(tol, (int, float)) and tol > 0):
-        raise InvalidParameterError(f"tol must be a positive number; got {tol!r}")
+    tol = check_positive_real(tol, "tol")  # bool, inf and NaN refused
+    check_limit(k_max, "k_max", MAX_K, "the level recursion is O(k_max) per state")
     m = v.size
     markov = T is not None
     n_states = _n_states(m, k_max, markov)
@@ -569,7 +582,9 @@ def solve_specdecpp(
             levels, v, t_draft, t_target, tol, max_iter
         )
         tokens, drafts = 1.0 + N, D
-        interval = _threshold_interval(levels, conts, m, markov)
+        # Over the states the policy visits (as the LP's): a state reached only through a
+        # stopping state has no say (Markov chains: the root stops, a later state would go on).
+        interval = _threshold_interval(levels, conts, m, markov, _visited(levels, conts))
         message = (
             f"Dinkelbach converged in {iterations} iterations (|dlambda| <= {tol:g} t_target)"
             if status == "optimal"

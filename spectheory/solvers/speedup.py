@@ -58,7 +58,7 @@ import numpy as np
 from scipy.special import lambertw
 
 from .._errors import InvalidParameterError
-from .._validate import check_choice, check_positive_int
+from .._validate import check_choice, check_limit, check_positive_int
 
 __all__ = [
     "GAMMA_METHODS",
@@ -82,6 +82,10 @@ __all__ = [
 
 #: Methods of :func:`optimal_gamma`.
 GAMMA_METHODS = ("marginal", "lambertw", "enumerate")
+#: Largest ``gamma_max`` per method of :func:`optimal_gamma`: the marginal scan
+#: may loop ``gamma_max`` times (alpha near 1), enumeration builds a table of
+#: ``gamma_max + 1`` columns; the Lambert-W rounding is O(1) up to int64 floats.
+MAX_GAMMA = {"marginal": 10**5, "lambertw": 2**53, "enumerate": 10**7}
 
 #: Kinds of per-position acceptance accepted by the ``*_positional`` functions.
 POSITIONAL_KINDS = ("conditional", "prefix")
@@ -657,7 +661,8 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
         Broadcast against ``alpha``.
     method : {"marginal", "lambertw", "enumerate"}
     gamma_max : int >= 1
-        Largest draft length considered.  Where :math:`S` still increases
+        Largest draft length considered; at most :data:`MAX_GAMMA` of the method
+        (``InstanceTooLargeError`` beyond).  Where :math:`S` still increases
         there (``c = 0``, or ``alpha`` near 1 with tiny ``c``), ``gamma`` is
         ``gamma_max`` and ``capped`` is True.
 
@@ -677,10 +682,14 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
     """
     check_choice(method, "method", GAMMA_METHODS)
     gamma_max = check_positive_int(gamma_max, "gamma_max")
+    check_limit(gamma_max, "gamma_max", MAX_GAMMA[method], f"method={method!r}")
     a0 = _check_prob(alpha, "alpha")
     c0 = _check_cost(c, "c")
     scalar = a0.ndim == 0 and c0.ndim == 0
     a, cc = (np.array(x, dtype=np.float64) for x in np.broadcast_arrays(a0, c0))
+    if method == "enumerate":  # a (size, gamma_max + 1) table
+        size = a.size * (gamma_max + 1)
+        check_limit(size, "alpha.size * (gamma_max + 1)", MAX_GAMMA["enumerate"])
     solver = {"marginal": _marginal_iid, "lambertw": _lambertw_integer, "enumerate": _enumerate_iid}
     gamma, capped = solver[method](a, cc, gamma_max)
     tau = _tau(a, gamma)
