@@ -11,6 +11,10 @@ sample_drafts, draft_set_law, draft_set_probability, SAMPLINGS
 acceptance, output_distribution, verify, REGISTRY, get_verifier
     Every published verifier, written once on the coins protocol
     (RandomCoins, ReplayCoins, enumerate_outcomes): exact laws and sampling.
+Verifier, verifier, register_verifier, as_verifier
+    A user's own verifier, written once (coins protocol, or a black box for
+    the statistical paths), usable wherever the built-in ones are;
+    :mod:`spectheory.testing` checks it.
 check_lossless, LosslessReport
     Statistical losslessness test at any vocabulary size.
 optimal_gamma, solve_specdecpp, fit_log_linear
@@ -45,7 +49,10 @@ _LAZY = {
     ".solvers.scaling": ("fit_log_linear",),
     ".solvers.specdecpp": ("SpecDecPPResult", "solve_specdecpp"),
     ".solvers.speedup": ("OptimalGammaResult", "optimal_gamma"),
-    ".verifiers": ("REGISTRY", "Verifier", "get_verifier", "verify"),
+    ".verifiers": (
+        "REGISTRY", "Verifier", "as_verifier", "get_verifier", "register_verifier",
+        "unregister_verifier", "verifier", "verify",
+    ),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
@@ -89,6 +96,7 @@ __all__ = [
     "Verifier",
     "__version__",
     "acceptance",
+    "as_verifier",
     "bound",
     "check_lossless",
     "draft_set_law",
@@ -100,10 +108,13 @@ __all__ = [
     "output_distribution",
     "process_logits",
     "process_pair",
+    "register_verifier",
     "sample_drafts",
     "simulate",
     "softmax",
     "solve_bound",
     "solve_specdecpp",
+    "unregister_verifier",
+    "verifier",
     "verify",
 ]

@@ -1,0 +1,152 @@
+"""spectheory.testing: strategies, exact and statistical losslessness assertions, README snippet."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction as F
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from spectheory import InvalidParameterError
+from spectheory.exact import ordered_draft_law
+from spectheory.testing import (
+    assert_exactly_lossless,
+    assert_lossless,
+    distribution_pairs,
+    draft_tuples,
+    edge_cases,
+)
+from spectheory.verifiers import REGISTRY
+from spectheory.verifiers._ops import residual
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def accept_first(p, q, drafts, coins, *, sampling="iid"):
+    return drafts[0]
+
+
+def rrs_dedup(p, q, drafts, coins, *, sampling="iid"):
+    """Pitfall P1 on the coins protocol: a repeated draft is skipped without a residual."""
+    r, seen = p, set()
+    for x in drafts:
+        if x in seen:
+            continue
+        seen.add(x)
+        if coins.bernoulli(min(1, r[x] / q[x])):
+            return x
+        r = residual(r, q)
+    return coins.categorical(r)
+
+
+def biased_blackbox(target, draft, drafts, rng):
+    return int(drafts[0])
+
+
+@given(distribution_pairs(2, 5))
+@settings(max_examples=200, deadline=None)
+def test_pairs_are_exact_distributions_of_one_vocabulary(pair):
+    p, q = pair
+    assert p.shape == q.shape and 2 <= p.shape[0] <= 5
+    for row in (p, q):
+        assert all(isinstance(x, F) and x >= 0 for x in row) and sum(row) == 1
+
+
+def test_the_strategies_reach_the_edge_cases():
+    seen = set()
+
+    @given(distribution_pairs(3, 3))
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    def look(pair):
+        p, q = pair
+        seen.add("zero" if (p == 0).any() else "full")
+        if max(p) == 1:
+            seen.add("one-hot")
+        if (p == q).all():
+            seen.add("identical")
+        if not ((p > 0) & (q > 0)).any():
+            seen.add("disjoint")
+        if max(p) > F(9, 10) and max(p) < 1:
+            seen.add("peaked")
+
+    look()
+    assert {"zero", "full", "one-hot", "identical", "disjoint", "peaked"} <= seen
+
+
+@pytest.mark.parametrize("sampling", ["iid", "without_replacement", "greedy"])
+def test_draft_tuples_have_positive_probability(sampling):
+    q = np.array([F(1, 2), F(1, 4), F(0), F(1, 4)], dtype=object)
+    law = dict(ordered_draft_law(q, 2, sampling))
+
+    @given(draft_tuples(q, 2, sampling))
+    @settings(max_examples=30, deadline=None, database=None)
+    def check(t):
+        assert law[t] > 0
+
+    check()
+    with pytest.raises(InvalidParameterError, match="sampling must be one of"):
+        draft_tuples(q, 2, "magic")
+
+
+# Every lossless built-in verifier with a small exact law: the exact search must pass.
+CASES = [("sd", 1), ("rrs", 2), ("rrs_wor", 2), ("spechub", 2), ("greedy", 2), ("nss", 2),
+         ("naive", 2), ("kseq", 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "n"), CASES)
+def test_registered_verifiers_are_exactly_lossless(name, n):
+    assert REGISTRY[name].lossless
+    assert_exactly_lossless(name, n=n, max_examples=25 if name != "kseq" else 8)
+
+
+def test_a_biased_verifier_fails_with_a_shrunk_counterexample():
+    with pytest.raises(AssertionError, match="verifier 'accept_first' is not lossless") as err:
+        assert_exactly_lossless(accept_first, n=1, max_examples=50)
+    target = re.search(r"target p = \[(.*?)\]", str(err.value)).group(1)
+    assert len(target.split(",")) == 2  # shrunk to the smallest vocabulary searched
+
+
+def test_the_duplicate_draft_pitfall_is_found_exactly():
+    with pytest.raises(AssertionError, match="not lossless"):
+        assert_exactly_lossless(rrs_dedup, n=2, max_examples=60)
+    with pytest.raises(AssertionError, match="'typical' is not lossless"):
+        assert_exactly_lossless("typical", n=2, max_examples=60)
+
+
+def test_exact_assertion_on_a_given_instance():
+    p = [F(3, 10), F(4, 10), F(3, 10)]
+    q = [F(6, 10), F(3, 10), F(1, 10)]
+    assert_exactly_lossless("rrs", np.array(p, dtype=object), np.array(q, dtype=object), n=2)
+    with pytest.raises(AssertionError, match=r"total variation 3/10"):
+        assert_exactly_lossless(accept_first, np.array(p, dtype=object),
+                                np.array(q, dtype=object), n=1)  # fmt: skip
+    with pytest.raises(InvalidParameterError, match="black box"):
+        assert_exactly_lossless(biased_blackbox, n=1)
+
+
+def test_statistical_assertion():
+    report = assert_lossless("rrs", n=2, trials=4000)
+    assert report.rows == 7 and not report.lossy
+    assert_lossless("rrs_wor", n=2, trials=2000)
+    with pytest.raises(AssertionError, match=r"false-alarm rate 1e-06.*total variation"):
+        assert_lossless(biased_blackbox, n=2, trials=2000)
+    p, q = edge_cases()
+    assert p.shape == q.shape == (7, 50)
+    np.testing.assert_allclose(p.sum(axis=1), 1, rtol=1e-12)
+    np.testing.assert_allclose(q.sum(axis=1), 1, rtol=1e-12)
+
+
+def test_readme_snippet_runs():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Testing your own verifier", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.*?)\n```", section, flags=re.S)
+    assert len(code) == 1
+    scope: dict = {}
+    exec(compile(code[0], "README.md", "exec"), scope)
+    tests = [f for k, f in scope.items() if k.startswith("test_") and callable(f)]
+    assert tests
+    for test in tests:
+        test()
