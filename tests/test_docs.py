@@ -10,6 +10,7 @@ the repository.  The checks run on the working tree (tracked and untracked, not 
 import re
 import shutil
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -222,3 +223,71 @@ def test_markdown_links_resolve():
                 if anchor not in slugs:
                     broken.append(f"{path}: anchor {target!r}")
     assert broken == [], "\n".join(broken)
+
+
+# The documentation site (mkdocs + mkdocstrings, numpy-style docstrings), built in strict mode in
+# a subprocess: a broken link, anchor or cross-reference is an error.  mkdocstrings reads the
+# sources statically, so the build imports neither torch nor the model; the script checks it.
+_BUILD = """
+import sys, yaml
+from mkdocs.commands.build import build
+from mkdocs.config import load_config
+from mkdocs.exceptions import Abort
+
+cfg = load_config(sys.argv[1], strict=True, site_dir=sys.argv[2])
+try:
+    build(cfg)
+except Abort as exc:
+    print("ABORT", exc)
+    sys.exit(3)
+heavy = sorted(m for m in ("torch", "transformers", "triton") if m in sys.modules)
+print("IMPORTED", heavy)
+sys.exit(4 if heavy else 0)
+"""
+
+
+def _build_site(config, site):
+    return subprocess.run(
+        [sys.executable, "-c", _BUILD, str(config), str(site)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_site_builds_in_strict_mode(tmp_path):
+    proc = _build_site(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "IMPORTED []" in proc.stdout
+    api = (tmp_path / "site" / "api" / "exact" / "index.html").read_text(encoding="utf-8")
+    # the API pages hold the docstrings, not only headings
+    assert 'id="spectheory.exact.output_distribution"' in api
+    assert "Returns" in api
+
+
+@pytest.mark.parametrize(
+    ("link", "ok"),
+    [
+        ("[notation](theory.md#0-notation-and-conventions)", True),  # the control
+        ("[coins][spectheory.coins.RandomCoins]", True),
+        ("[a missing page](missing.md)", False),
+        ("[a missing anchor](theory.md#no-such-section)", False),
+        ("[an unknown object][spectheory.no_such_function]", False),
+    ],
+)
+def test_site_build_fails_on_a_broken_reference(tmp_path, link, ok):
+    import yaml  # installed with mkdocs
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "theory.md").write_text((DOCS / "theory.md").read_text(encoding="utf-8"))
+    (docs / "index.md").write_text(f"# Home\n\nSee {link}.\n\n::: spectheory.coins\n")
+    config.update(docs_dir=str(docs), nav=["index.md", "theory.md"])
+    config["plugins"][-1]["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT)]
+    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    proc = _build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
+    if ok:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "strict mode" in proc.stdout
