@@ -277,3 +277,17 @@ def test_check_default_n_is_the_api_default(capsys):
     assert main(["check", "rrs", "--target", "0.3,0.4,0.3", "--draft", "0.6,0.3,0.1",
                  "--trials", "200"]) == 0  # fmt: skip
     assert f"(n = {default_n}," in capsys.readouterr().out
+
+
+def test_progress_uses_tqdm_and_degrades_without_it(monkeypatch):
+    import argparse
+
+    from spectheory.cli._common import progress
+
+    loud, quiet = argparse.Namespace(quiet=0), argparse.Namespace(quiet=1)
+    items = [1, 2, 3]
+    assert progress(items, quiet, "x") is items
+    bar = progress(items, loud, "x")
+    assert type(bar).__module__.startswith("tqdm") and list(bar) == items
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
+    assert progress(items, loud, "x") is items
