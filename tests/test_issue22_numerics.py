@@ -56,3 +56,49 @@ def test_issue22_accept_prob_compares_before_dividing():
     assert accept_prob(1e-310, 0.5) == 1e-310 / 0.5
     assert accept_prob(Fraction(1, 3), Fraction(1, 2)) == Fraction(2, 3)
     assert accept_prob(Fraction(1, 2), Fraction(1, 3)) == 1
+
+
+# --- trees: size limits and verify_tree arguments (items 7 and 10) ---
+
+
+def _half(prefix):
+    return [0.5, 0.5]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda c: stt.trees.draft_chain(_half, 10**9, c),
+        lambda c: stt.trees.draft_spectr(_half, 10**5, 10**5, c),
+        lambda c: stt.trees.draft_rsd_c(_half, (2,) * 40, c),
+        lambda c: stt.trees.draft_rsd_s(_half, 10**6, 10**6, c),
+    ],
+)
+def test_issue22_tree_builders_refuse_huge_trees(build):
+    from spectheory.coins import RandomCoins
+
+    with pytest.raises(stt.InstanceTooLargeError, match="MAX_TREE_NODES"):
+        build(RandomCoins(0))
+
+
+def test_issue22_fixed_shape_entries_must_be_ints():
+    from spectheory.coins import RandomCoins
+
+    with pytest.raises(stt.InvalidParameterError, match="shape entries must be ints"):
+        stt.trees.draft_fixed(_half, (-1, 0.7), RandomCoins(0))
+
+
+def test_issue22_verify_tree_checks_coins_vocabulary_and_draft_law():
+    from spectheory.coins import RandomCoins
+
+    one = lambda prefix: [0.0, 1.0]  # noqa: E731
+    chain = stt.trees.draft_chain(one, 3, RandomCoins(0))  # tokens (1, 1, 1)
+    verify = stt.trees.verify_tree
+    with pytest.raises(stt.InvalidParameterError, match="coins must be a Coins"):
+        verify("block", one, one, chain, None)
+    with pytest.raises(stt.InvalidParameterError, match="different vocabularies: 3 and 2"):
+        verify("block", lambda prefix: [0.2, 0.3, 0.5], one, chain, RandomCoins(1))
+    # The chain's tokens have probability 0 under this draft: drawn from another law.
+    with pytest.raises(stt.InvalidParameterError, match="draft probability 0"):
+        verify("block", one, lambda prefix: [1.0, 0.0], chain, RandomCoins(1))
+    assert verify("block", one, one, chain, RandomCoins(1)) == (1, 1, 1, 1)

@@ -119,4 +119,40 @@ def verify_tree(verifier, target, draft, tree, coins) -> tuple:
         raise InvalidParameterError(
             f"verifier {v.name!r} is valid for trees of kind {v.kinds}; got a {tree.kind!r} tree"
         )
-    return v.function(as_model(target, "target"), as_model(draft, "draft"), tree, coins)
+    target, draft = as_model(target, "target"), as_model(draft, "draft")
+    _check_tree_against_models(tree, target, draft)
+    if not all(callable(getattr(coins, m, None)) for m in ("bernoulli", "categorical")):
+        raise InvalidParameterError(
+            f"coins must be a Coins object (bernoulli, categorical); got {type(coins).__name__}"
+        )
+    return v.function(target, draft, tree, coins)
+
+
+def _check_tree_against_models(tree, target, draft):
+    """Same vocabulary for both models, every token in range, every draw possible under ``draft``.
+
+    A tree drawn from another draft law (a token the draft gives probability 0)
+    would be verified against a ``q`` it was not sampled from: the output would
+    not be distributed as the target, silently.
+    """
+    V = target(()).shape[0]
+    if draft(()).shape[0] != V:
+        raise InvalidParameterError(
+            f"target and draft have different vocabularies: {V} and {draft(()).shape[0]} tokens"
+        )
+    for u in range(tree.size):
+        kids = tree.children(u)
+        if not kids:
+            continue
+        q = draft(tree.path(u))
+        for c in kids:
+            t = tree.tokens[c]
+            if not 0 <= t < V:
+                raise InvalidParameterError(
+                    f"tree node {c} holds token {t}, outside the vocabulary of {V} tokens"
+                )
+            if not q[t] > 0:
+                raise InvalidParameterError(
+                    f"tree node {c} (token {t} after {list(tree.path(u))}) has draft "
+                    "probability 0: the tree was not drawn from this draft"
+                )

@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import InvalidParameterError
-from .._validate import check_choice, check_positive_int
+from .._validate import check_choice, check_limit, check_positive_int
 from ..drafting import top_tokens
 from ..verifiers._ops import normalise_or
 from ._tree import DraftTree, TreeBuilder
@@ -69,6 +69,16 @@ __all__ = [
 
 #: How :func:`draft_fixed` fills a node's children.
 FILLS = ("without_replacement", "iid", "top")
+
+
+#: Largest number of draft nodes a tree builder accepts (each node costs one
+#: call of the draft model): beyond it the builders refuse with
+#: :class:`~spectheory.InstanceTooLargeError` instead of running for hours.
+MAX_TREE_NODES = 100_000
+
+
+def _check_nodes(count: int, what: str) -> None:
+    check_limit(count, what, MAX_TREE_NODES, "draft tree nodes, MAX_TREE_NODES")
 
 
 def _draw_wor(builder, u, q, k, coins):
@@ -111,6 +121,7 @@ def draft_chain(draft, gamma: int, coins) -> DraftTree:
     (1, 0)
     """
     gamma = check_positive_int(gamma, "gamma")
+    _check_nodes(gamma, "gamma")
     draft = as_model(draft, "draft")
     b = TreeBuilder()
     u = 0
@@ -134,6 +145,7 @@ def draft_spectr(draft, num_sequences: int, length: int, coins) -> DraftTree:
     """
     num_sequences = check_positive_int(num_sequences, "num_sequences")
     length = check_positive_int(length, "length")
+    _check_nodes(num_sequences * length, "num_sequences * length")
     draft = as_model(draft, "draft")
     b = TreeBuilder()
     for _ in range(num_sequences):
@@ -151,6 +163,11 @@ def _check_branching(branching):
     out = tuple(check_positive_int(b, "branching entry") for b in branching)
     if not out:
         raise InvalidParameterError("branching must have at least one level; got ()")
+    nodes, width = 0, 1
+    for k in out:  # stop multiplying once over the limit: huge entries stay cheap
+        width *= k
+        nodes += width
+        _check_nodes(nodes, "the number of nodes of branching")
     return out
 
 
@@ -196,7 +213,15 @@ def shape_from_branching(branching) -> tuple:
 
 
 def _check_shape(shape):
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise InvalidParameterError(f"shape must be a sequence of ints; got {shape!r}") from None
+    for x in shape:  # int(1.7) would silently truncate
+        if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
+            raise InvalidParameterError(f"shape entries must be ints; got {x!r}")
     shape = tuple(int(x) for x in shape)
+    _check_nodes(len(shape) - 1, "len(shape) - 1")
     if not shape or shape[0] != -1:
         raise InvalidParameterError(f"shape must be a parent array starting with -1; got {shape}")
     for i in range(1, len(shape)):
@@ -298,6 +323,7 @@ def draft_rsd_s(draft, width: int, depth: int, coins) -> DraftTree:
     """
     width = check_positive_int(width, "width")
     depth = check_positive_int(depth, "depth")
+    _check_nodes(width * depth, "width * depth")
     rng = getattr(coins, "rng", None)
     if not isinstance(rng, np.random.Generator):
         raise InvalidParameterError(
