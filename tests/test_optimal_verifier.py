@@ -175,3 +175,20 @@ def test_large_vocabulary_acceptance_equals_bound():
         np.testing.assert_allclose(pl.alpha, bound(p, q, n), rtol=0, atol=1e-12)
         np.testing.assert_allclose(pl.w_top.sum(), 1.0, rtol=0, atol=1e-12)
         np.testing.assert_allclose(pl.residual.sum(), 1.0, rtol=0, atol=1e-12)
+
+
+def test_one_position_fast_path_matches_the_reference():
+    """The hull form (no merge sweep) against the coins reference on the same uniforms."""
+    from spectheory.sim._optimal_kernel import optimal_token
+
+    rng = np.random.default_rng(13)
+    for _ in range(150):
+        V = int(rng.integers(2, 40))
+        n = int(rng.integers(2, 7))
+        p = rng.dirichlet(np.full(V, 0.5))
+        q = rng.dirichlet(np.full(V, 0.5))
+        for _ in range(10):
+            d = rng.choice(V, size=n, p=q)
+            u = rng.random(3)
+            ref = optimal(p, q, tuple(int(x) for x in d), ReplayCoins(u))
+            assert ref == optimal_token(p, q, d, u)

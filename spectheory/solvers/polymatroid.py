@@ -105,9 +105,11 @@ def chord_density(a, b, n):
     >>> chord_density(0.5, 0.25, 2)
     0.75
     """
-    s = 0 * a
-    for j in range(n):
-        s = s + a**j * b ** (n - 1 - j)
+    s = 1 + 0 * a  # Horner in a: n multiplications, the numba kernel's order
+    bk = 1 + 0 * b
+    for _ in range(n - 1):
+        bk = bk * b
+        s = s * a + bk
     return s
 
 
