@@ -291,7 +291,9 @@ def test_simulate_falls_back_to_the_reference():
         ({"verifier": "rrs_wor", "sampling": "without_replacement", "n": 4}, "larger than"),
         ({"verifier": "rrs", "uniforms": np.full((1, 10, 3), 1.0)}, r"is not in \[0, 1\)"),
         ({"verifier": "rrs", "draft_uniforms": np.zeros((1, 10, 3))}, "must have shape"),
-        ({"verifier": len, "uniforms": np.zeros((1, 10, 3))}, "user callable"),
+        ({"verifier": lambda p, q, d, rng: 0, "uniforms": np.zeros((1, 10, 3))},
+         "cannot drive the black-box verifier"),
+        ({"verifier": len}, "cannot tell the protocol"),
     ],
 )
 def test_simulate_rejects_bad_input(kwargs, match):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._common import ExitCode, log
+from ._recording import FIELDS, add_recording_options, trace_settings
 
 HELP = "the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)"
 
@@ -23,6 +24,10 @@ def add_parser(subparsers):
     r.add_argument("--quick", action="store_true", help="small trace, fewer trials (minutes)")
     r.add_argument("--sections", nargs="+", default=None,
                    help="run only these (of spectheory.report.SECTIONS; default all)")  # fmt: skip
+    r.add_argument("--verifier", action="append", default=[], metavar="MODULE:FUNCTION",
+                   help="your own verifier (coins protocol or black box, or a Verifier record), "
+                        "replayed and checked beside the built-in ones; repeatable")  # fmt: skip
+    add_recording_options(r)
     r.set_defaults(run=run)
     return r
 
@@ -30,8 +35,14 @@ def add_parser(subparsers):
 def run(args) -> int:
     from ..report import build_report
 
-    res = build_report(args.out, quick=args.quick, sections=args.sections, progress=not args.quiet)
+    settings = trace_settings(args) if any(f in vars(args) for f in FIELDS) else None
+    if settings is not None:
+        log.info(f"report on model {settings.model}, drafts {', '.join(settings.drafts)}")
+    res = build_report(args.out, quick=args.quick, sections=args.sections,
+                       progress=not args.quiet, settings=settings,
+                       verifiers=tuple(args.verifier))  # fmt: skip
     print(f"report: {res.html} ({res.seconds:.0f} s); tables and summary.json in {res.html.parent}")
+    print(f"model: {settings.model if settings else 'smollm2-135m-instruct (default)'}")
     if not res.ok:
         log.warning("some checks did not come out as expected: see summary.json")
         return ExitCode.CHECK_FAILED

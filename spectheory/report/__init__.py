@@ -24,6 +24,7 @@ from pathlib import Path
 from ._core import (
     ReportContext,
     informative_rows,
+    resolve_verifier,
     section_bounds_and_verifiers,
     section_lossless,
     section_setup,
@@ -77,6 +78,8 @@ def build_report(
     sections=None,
     progress: bool = True,
     loaded=None,
+    settings=None,
+    verifiers=(),
 ) -> ReportResult:
     """Record or reuse the default trace and write the report into ``out_dir``.
 
@@ -91,6 +94,12 @@ def build_report(
         Progress lines on stderr.
     loaded : spectheory.lm.LoadedModel, optional
         An already loaded model (else loaded when the trace is not cached).
+    settings : spectheory.lm.TraceSettings, optional
+        The trace to record or reuse (another model, drafts or prompts);
+        default the SmolLM2 trace (``quick``: its 6-prompt, 8-token version).
+    verifiers : sequence of str, Verifier or function
+        The user's own verifiers (``"package.module:function"``, a record or a
+        function on either protocol), replayed and checked beside the built-in ones.
 
     Returns
     -------
@@ -106,13 +115,16 @@ def build_report(
     t_start = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded)
-    settings = _quick_settings() if quick else TraceSettings()
-    ctx.say(f"trace {settings.key()} (recorded once, then reused from the cache)")
+    ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded,
+                        verifiers=tuple(resolve_verifier(v) for v in verifiers))  # fmt: skip
+    settings = settings or (_quick_settings() if quick else TraceSettings())
+    ctx.say(f"trace {settings.key(loaded)} of model {settings.model} (recorded once, then reused "
+            f"from the cache)")  # fmt: skip
     t0 = time.perf_counter()
     ctx.trace = record_trace(settings, loaded=loaded, progress=progress)
     ctx.seconds["trace"] = time.perf_counter() - t0
-    page = Page("spectheory report: speculative decoding on SmolLM2-135M-Instruct")
+    title = "SmolLM2-135M-Instruct" if settings.model == "smollm2-135m-instruct" else settings.model
+    page = Page(f"spectheory report: speculative decoding on {title}")
     for name in names:
         t0 = time.perf_counter()
         SECTIONS[name](ctx, page)

@@ -16,7 +16,50 @@ import numpy as np
 
 from .._files import write_csv
 
-__all__ = ["ReportContext", "informative_rows", "section_lossless", "section_setup"]
+__all__ = [
+    "ReportContext",
+    "informative_rows",
+    "resolve_verifier",
+    "section_lossless",
+    "section_setup",
+]
+
+
+def resolve_verifier(spec):
+    """A :class:`~spectheory.verifiers.Verifier` for ``report --verifier SPEC``.
+
+    ``spec`` is a registry name, ``"package.module:attr"`` (a function on
+    either protocol, or a ``Verifier`` record; the current folder is importable,
+    as with ``python -m``), or already a record or function.
+
+    Raises
+    ------
+    InvalidParameterError
+        A module or attribute that cannot be imported, or an object that is
+        not a verifier.
+    """
+    import importlib
+    import os
+    import sys
+
+    from .._errors import InvalidParameterError
+    from ..verifiers import REGISTRY, as_verifier
+
+    if not isinstance(spec, str) or spec in REGISTRY or ":" not in spec:
+        return as_verifier(spec)
+    module, _, attr = spec.partition(":")
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InvalidParameterError(f"verifier {spec!r} cannot be imported: {exc}") from None
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+    return as_verifier(obj)
 
 
 @dataclass
@@ -32,6 +75,9 @@ class ReportContext:
     progress : bool
         Print one line per step to stderr.
     trace : spectheory.lm.Trace
+    verifiers : tuple of Verifier
+        The user's verifiers (``report --verifier``), replayed and checked
+        beside the built-in ones (in Python when they have no kernel).
     seconds : dict
         Wall time of each section.
     summary : dict
@@ -43,6 +89,7 @@ class ReportContext:
     progress: bool
     trace: object = None
     loaded: object = None
+    verifiers: tuple = ()
     seconds: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
 
@@ -138,13 +185,14 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     stride = max(1, tr.num_positions // (24 if ctx.quick else 128))
     rows = np.arange(0, tr.num_positions, stride)
     temperatures, ns = (0.7, 1.0), (1, 2, 4)
-    ctx.say(f"replaying {rows.size} positions through {len(REPLAY_VERIFIERS)} verifiers")
+    verifiers = (*REPLAY_VERIFIERS, *ctx.verifiers)
+    ctx.say(f"replaying {rows.size} positions through {len(verifiers)} verifiers")
     table = replay(
         tr,
         temperatures=temperatures,
         ns=ns,
         samplings=SAMPLINGS,
-        verifiers=REPLAY_VERIFIERS,
+        verifiers=verifiers,
         trials=100 if ctx.quick else 400,
         rows=rows,
         seed=0,
@@ -236,6 +284,9 @@ def section_lossless(ctx: ReportContext, page) -> None:
         cases.append((name, name, n, v.samplings[0], v.lossless))
     for name, (fn, n, law) in BUGS.items():
         cases.append((f"bug: {name}", fn, n, law, False))
+    for v in ctx.verifiers:  # the user's own: n = 2 where it allows it
+        n = 2 if v.supports(2, v.samplings[0]) else (v.n_values or (1,))[0]
+        cases.append((f"yours: {v.name}", v, n, v.samplings[0], v.lossless))
     out = []
     for label, fn, n, law, lossless in cases:
         ctx.say(f"checking {label}")
@@ -268,9 +319,9 @@ def section_lossless(ctx: ReportContext, page) -> None:
         f"`spectheory.check_lossless` at {rows.size} real positions of draft {draft} at T = 1 "
         "(the highest-entropy targets whose overlap with the draft is between 0.1 and 0.9), "
         f"{trials:,} trials per position, false-alarm rate 1e-6. Correct verifiers must pass; "
-        "typical acceptance (lossy by design) and every reproduced real bug (docs/theory.md §7.5) must "
-        "be flagged. `detectable TV` is the smallest bias on one position found with "
-        "probability 0.99."
+        "typical acceptance (lossy by design) and every reproduced real bug "
+        "(docs/theory.md §7.5) must be flagged. `detectable TV` is the smallest bias on one "
+        "position found with probability 0.99."
     )
     page.table(out, cols, status_column="as expected")
     ctx.summary["lossless"] = {

@@ -1,0 +1,79 @@
+"""``spectheory report --verifier module:function``: the user's verifier in the report's sections.
+
+A synthetic trace (no model): the replay and losslessness sections run with a
+user module imported from the current folder; its verifier appears in both
+tables, beside every built-in one, and a biased one is flagged.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from spectheory._errors import InvalidParameterError
+from spectheory.report._core import (
+    ReportContext,
+    resolve_verifier,
+    section_bounds_and_verifiers,
+    section_lossless,
+)
+from spectheory.report._html import Page
+
+from .test_sim_replay import synthetic_trace
+
+MODULE = '''
+import numpy as np
+
+
+def my_sd(p, q, drafts, coins, *, sampling="iid"):
+    x = drafts[0]
+    if coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    rest = np.maximum(p - q, 0.0)
+    return coins.categorical(rest / rest.sum())
+
+
+def first_draft(target, draft, drafts, rng):
+    return int(drafts[0])
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    (tmp_path / "mylab_verifiers.py").write_text(textwrap.dedent(MODULE))
+    monkeypatch.chdir(tmp_path)  # importable from the current folder, as with python -m
+    yield "mylab_verifiers"
+    import sys
+
+    sys.modules.pop("mylab_verifiers", None)
+
+
+def test_resolve_verifier(user_module):
+    v = resolve_verifier(f"{user_module}:my_sd")
+    assert (v.name, v.protocol, v.kernel) == ("my_sd", "coins", None)
+    assert resolve_verifier(f"{user_module}:first_draft").protocol == "blackbox"
+    assert resolve_verifier("rrs").kernel == "rrs"
+    with pytest.raises(InvalidParameterError, match="cannot be imported"):
+        resolve_verifier(f"{user_module}:missing")
+    with pytest.raises(InvalidParameterError, match="cannot be imported"):
+        resolve_verifier("no_such_module_xyz:f")
+
+
+def test_report_sections_include_the_users_verifiers(user_module, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import spectheory.sim.bugzoo
+
+    monkeypatch.setattr(spectheory.sim.bugzoo, "BUGS", {})  # the zoo is tested elsewhere
+    ctx = ReportContext(out_dir=tmp_path / "out", quick=True, progress=False,
+                        trace=synthetic_trace(positions=12, vocab=60),
+                        verifiers=(resolve_verifier(f"{user_module}:my_sd"),
+                                   resolve_verifier(f"{user_module}:first_draft")))  # fmt: skip
+    page = Page("test")
+    section_bounds_and_verifiers(ctx, page)
+    replayed = (tmp_path / "out" / "replay.csv").read_text()
+    assert ",my_sd," in replayed and ",first_draft," in replayed
+    section_lossless(ctx, page)
+    verdicts = ctx.summary["lossless"]["verdicts"]
+    assert verdicts["yours: my_sd"] == "consistent with lossless"
+    assert verdicts["yours: first_draft"].startswith("lossy")
