@@ -350,8 +350,9 @@ def test_cache_list_and_clear(tmp_path, monkeypatch):
         ("traces", "abc.safetensors123.tmp", True),
         ("adapters", "a.safetensors", False),
     ]
-    assert entries[0].bytes == path.stat().st_size
-    assert lm.clear_cache("traces") == (2, path.stat().st_size + 4)
+    size = path.stat().st_size
+    assert entries[0].bytes == size
+    assert lm.clear_cache("traces") == (2, size + 4)
     assert [e.kind for e in lm.cache_entries()] == ["adapters"]
     with pytest.raises(stt.InvalidParameterError, match="kind must be None or one of"):
         lm.clear_cache("everything")

@@ -78,14 +78,15 @@ def _as_matrix(x, name, kind):
     if kind == "probs":
         from .._validate import as_distribution
 
-        probs = as_distribution(arr, name)
+        probs, _ = as_distribution(arr, name)
         with np.errstate(divide="ignore"):
             return np.log(probs)
     bad = np.isnan(arr) | (arr == np.inf)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise InvalidParameterError(
-            f"{name} row {r} has logit {arr[r, c]!r} at token {c}; logits must be finite or -inf"
+            f"{name} row {r} has logit {float(arr[r, c])} at token {c}; logits must be finite "
+            f"or -inf"
         )
     empty = np.flatnonzero(np.all(arr == -np.inf, axis=1))
     if empty.size:
