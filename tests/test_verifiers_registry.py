@@ -252,3 +252,16 @@ def test_one_randomness_keyword_and_one_sampling_default():
         stt.check_lossless("rrs", P, Q, trials=3, rng="x")
     with pytest.raises(InvalidParameterError, match="rng must be None, a non-negative"):
         verify("rrs", P, Q, [0], rng=1.5)
+
+
+def test_live_generation_resolves_either_protocol():
+    pytest.importorskip("torch")
+    from spectheory.coins import RandomCoins
+    from spectheory.torch.live import _resolve_verifier
+
+    name, fn, _, sampling = _resolve_verifier(accept_first, "chain", 1, None)
+    assert (name, fn, sampling) == ("accept_first", accept_first, "iid")  # called on the coins
+    name, fn, _, _ = _resolve_verifier(blackbox_first, "chain", 1, None)
+    assert name == "blackbox_first"
+    assert fn(np.array(P), np.array(Q), (2,), RandomCoins(0), sampling="iid") == 2
+    assert _resolve_verifier(None, "multi", 2, None)[1] is rrs

@@ -85,9 +85,9 @@ from .._errors import InvalidParameterError
 from .._validate import check_choice, check_positive_int
 from ..coins import RandomCoins
 from ..distributions import _check_settings, process_logits
-from ..drafting import SAMPLINGS, sample_drafts
+from ..drafting import sample_drafts
 from ..verifiers._api import check_verifier_law
-from ..verifiers._registry import REGISTRY, Verifier
+from ..verifiers._registry import REGISTRY
 from ._live_check import LiveLosslessReport, check_live_lossless
 from ._live_draft import AdapterDraft, EarlyExitDraft, LiveDraft, make_draft
 
@@ -283,11 +283,12 @@ def _resolve_verifier(verifier, mode, n, sampling):
     """(name, function(p, q, drafts, coins, *, sampling), n_values, sampling)."""
     if verifier is None:
         verifier = "sd" if n == 1 else "rrs"
-    if callable(verifier) and not isinstance(verifier, (str, Verifier)):
-        sampling = "iid" if sampling is None else check_choice(sampling, "sampling", SAMPLINGS)
-        user = _UserVerifier(verifier)
-        return user.name, user, None, sampling
+    # A plain function's protocol is read from its signature (coins or black box): a
+    # coins-protocol function runs on the coins, a black box gets the numpy stream.
     v, sampling = check_verifier_law(verifier, n, sampling)
+    if v.protocol == "blackbox":
+        user = _UserVerifier(v.function)
+        return v.name, user, v.n_values, sampling
     return v.name, v.function, v.n_values, sampling
 
 
