@@ -66,7 +66,8 @@ def test_gpt2_trace_exits_from_its_config(gpt2, gpt2_folder, tmp_cache):
     rows = slice(int(p0) - 1, int(p0) - 1 + n0)
     want_t = out.logits[0, rows].numpy()
     m = gpt2.model
-    want_e = m.lm_head(m.transformer.ln_f(out.hidden_states[1][0, rows])).numpy()
+    with torch.no_grad():
+        want_e = m.lm_head(m.transformer.ln_f(out.hidden_states[1][0, rows])).numpy()
     # float16 storage: |logit| < 8 here is kept to 2^-8 absolute, batched vs cached attention
     # differs by float32 rounding (1e-6); 0.01 bounds both with room
     np.testing.assert_allclose(tr.target_logits[:n0].astype(np.float32), want_t, atol=0.01, rtol=0)
@@ -158,3 +159,17 @@ def test_prompt_file_and_empty_prompt(smol, tmp_path, tmp_cache):
             cache=False,
             progress=False,
         )
+
+
+def test_report_on_another_model(gpt2, gpt2_folder, tmp_cache, tmp_path, capsys):
+    from spectheory.cli import main
+    from spectheory.report import build_report
+
+    settings = lm.TraceSettings(model=str(gpt2_folder), drafts=("exit:1",), **SETTINGS)
+    res = build_report(
+        tmp_path / "rep", sections=["setup"], progress=False, loaded=gpt2, settings=settings
+    )
+    html = res.html.read_text()
+    assert f"speculative decoding on {gpt2_folder}" in html
+    assert main(["report", "--model", str(tmp_path / "none"), "--out", str(tmp_path / "r")]) == 2
+    assert "model must be 'smollm2-135m-instruct', a .gguf file" in capsys.readouterr().err

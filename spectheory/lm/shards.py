@@ -276,9 +276,10 @@ class _Packer:
         meta = dict(u0.metadata)
         meta["shard"] = self._shard_entry(units)
         meta["prompt_order"] = meta["shard"]["prompts"]
-        # + 100: the header digest ("header_sha256" and 64 hex digits)
-        size = len(json.dumps(meta, sort_keys=True)) + 132 + sum(len(k) + 72 for k in names)
-        return data + 2 * size + sum(len(k) + 120 for k in names) + 64
+        size = len(json.dumps(meta, sort_keys=True)) + 32 + sum(len(k) + 72 for k in names)
+        # + 96: the header digest, '"header_sha256": "<64 hex>", ' (85 characters, 4 of them
+        # quotes escaped inside the metadata string: 89 bytes)
+        return data + 2 * size + sum(len(k) + 120 for k in names) + 64 + 96
 
     def add(self, unit: Trace) -> None:
         alone = self.bound([unit])

@@ -34,6 +34,7 @@ from .. import _files
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .._validate import check_positive_int, check_rng
 from .cache import cache_dir
+from .draft_kinds import draft_kind
 from .drafts import ngram_distribution, parse_draft
 from .prompts import encode_prompt, prompt_set
 
@@ -158,33 +159,21 @@ class TraceSettings:
         if loaded is not None:
             out["model"] = loaded.fingerprint()
         elif not self.model.startswith(("arrays:", "memory:")):
-            out["model"] = file_fingerprint(model_source(self.model))
+            try:
+                out["model"] = file_fingerprint(model_source(self.model))
+            except InvalidParameterError:
+                # A name that is no model on disk: nothing can be loaded under it, so
+                # record_trace only records it from a `loaded` model (whose fingerprint
+                # it then uses); the key of the name alone serves synthetic traces.
+                pass
         if self.prompt_file:
             out["prompt_file"] = hashlib.sha256(Path(self.prompt_file).read_bytes()).hexdigest()
-        out.update(_adapter_fingerprints(self.model, self.drafts))
         for d in self.drafts:
-            kind, k = parse_draft(d)
-            if kind == "lm":
-                out[d] = file_fingerprint(model_source(str(k)))
+            kind, arg = draft_kind(d)
+            fp = kind.fingerprint(self.model, arg)
+            if fp is not None:
+                out[d] = fp
         return out
-
-
-def _adapter_fingerprints(model, drafts) -> dict:
-    """``{"adapter:L": weights SHA-256}`` of the adapter drafts among ``drafts``."""
-    from .adapters import adapter_fingerprint, adapter_path
-
-    out = {}
-    for d in drafts:
-        kind, k = parse_draft(d)
-        if kind == "adapter":
-            path = adapter_path(int(k), model)
-            if not path.is_file():
-                raise TraceError(
-                    f"no trained adapter for {d!r} at {str(path)!r}; train it with: "
-                    f"spectheory draft train --layer {k}"
-                )
-            out[d] = adapter_fingerprint(path)
-    return out
 
 
 @dataclass
@@ -274,8 +263,8 @@ class Trace:
         ``[0, num_positions)`` raise (a ``-1`` is not the last row).
         """
         rows = self._rows(rows)
-        kind, k = parse_draft(draft)
-        if kind != "ngram":
+        kind, k = draft_kind(draft)
+        if kind.stored:
             if draft not in self.exit_logits:
                 raise InvalidParameterError(
                     f"draft {draft!r} is not in this trace; it has {list(self.drafts)}"
@@ -331,6 +320,7 @@ class Trace:
         tensors = self._tensors()
         meta = {k: v for k, v in self.metadata.items() if k not in ("checksums", "header_sha256")}
         meta = json.loads(json.dumps(meta))
+        meta["format"] = FORMAT_VERSION  # the layout this method writes (header checksum)
         meta["checksums"] = {k: _sha256(v) for k, v in tensors.items()}
         meta["header_sha256"] = _header_sha256(meta, tensors)
         with _files.atomic_path(path) as tmp:
@@ -511,7 +501,6 @@ def record_trace(
     from .. import __version__
     from ..distributions import process_logits
     from ._loader import load_model
-    from .drafts import early_exit_logits
     from .fingerprint import weights_fingerprint
 
     settings = settings or TraceSettings()
@@ -548,8 +537,9 @@ def record_trace(
         return trace
     loaded = loaded or load_model(settings.model)
     model, tok = loaded.model, loaded.tokenizer
-    exits = [parse_draft(d, loaded.num_layers)[1] for d in settings.drafts if d.startswith("exit:")]
-    others = _model_drafts(loaded, settings.drafts)
+    # every stored draft's recorder (the registry of draft kinds), in the order of the settings
+    kinds = {d: draft_kind(d, loaded.num_layers) for d in settings.drafts}
+    others = {d: k.recorder(loaded, arg) for d, (k, arg) in kinds.items() if k.stored}
     eos = set()
     gen = getattr(model, "generation_config", None)
     if gen is not None and gen.eos_token_id is not None:
@@ -558,7 +548,6 @@ def record_trace(
         eos.add(int(tok.eos_token_id))
     rows_o = {d: [] for d in others}
     rows_t, tokens, pids, steps, ptoks, offsets = [], [], [], [], [], [0]
-    rows_e = {L: [] for L in exits}
     order = sorted(int(i) for i in settings.prompts)
     pset = prompt_set(settings.prompt_file)
     source = repr(settings.prompt_file) if settings.prompt_file else "the built-in set"
@@ -583,9 +572,6 @@ def record_trace(
                 past = out.past_key_values
                 logits = out.logits[0, -1].float()
                 rows_t.append(logits.numpy().astype(np.float16))
-                for L in exits:
-                    e = early_exit_logits(model, tuple(h[:, -1] for h in out.hidden_states), L)
-                    rows_e[L].append(e[0].float().numpy().astype(np.float16))
                 for d, drafter in others.items():
                     z = drafter.step(inp, out.hidden_states)
                     rows_o[d].append(z.float().numpy().astype(np.float16))
@@ -615,16 +601,13 @@ def record_trace(
         "torch_version": torch.__version__,
         "recording_seconds": round(time.perf_counter() - t0, 2),
     }
-    weights = _adapter_fingerprints(settings.model, settings.drafts)
+    weights = {d: v for d, v in meta["fingerprints"].items() if d.startswith("adapter:")}
     if weights:
         meta["adapter_weights"] = weights
     meta = json.loads(json.dumps(meta))  # the form it takes after a save and load
     trace = Trace(
         target_logits=np.stack(rows_t),
-        exit_logits={
-            **{f"exit:{L}": np.stack(rows_e[L]) for L in exits},
-            **{d: np.stack(r) for d, r in rows_o.items()},
-        },
+        exit_logits={d: np.stack(r) for d, r in rows_o.items()},
         tokens=np.asarray(tokens, dtype=np.int64),
         prompt_ids=np.asarray(pids, dtype=np.int64),
         steps=np.asarray(steps, dtype=np.int64),
@@ -660,23 +643,3 @@ def _check_loaded_matches(loaded, model: str) -> None:
         f"settings.model is {model!r}: pass TraceSettings(model={loaded.name!r}, ...) to "
         f"record this model, or load {model!r}"
     )
-
-
-def _model_drafts(loaded, drafts) -> dict:
-    """Step-wise drafters of the stored non-exit model drafts (adapter, quantised), by spec."""
-    out = {}
-    for d in drafts:
-        kind, k = parse_draft(d, loaded.num_layers)
-        if kind == "adapter":
-            from .adapters import AdapterStepper, resolve_adapter
-
-            out[d] = AdapterStepper(resolve_adapter(loaded, int(k)))
-        elif kind == "quant":
-            from .quantised import QuantStepper, quantised_model
-
-            out[d] = QuantStepper(quantised_model(loaded, str(k)))
-        elif kind == "lm":
-            from .draft_lm import DraftLM
-
-            out[d] = DraftLM.load(str(k), loaded)
-    return out
