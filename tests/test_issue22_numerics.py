@@ -102,3 +102,48 @@ def test_issue22_verify_tree_checks_coins_vocabulary_and_draft_law():
     with pytest.raises(stt.InvalidParameterError, match="draft probability 0"):
         verify("block", one, lambda prefix: [1.0, 0.0], chain, RandomCoins(1))
     assert verify("block", one, one, chain, RandomCoins(1)) == (1, 1, 1, 1)
+
+
+# --- item 10: fit_log_linear and kseq_rho arguments ---
+
+
+@pytest.mark.parametrize(
+    ("x", "pattern"),
+    [
+        (["1", "10", "100"], "real numbers"),
+        ([True, False, True], "real numbers"),
+        ([1j, 10, 100], "real numbers"),
+        ([1.0, 1.0 + 2.3e-16, 1.0 + 4.5e-16], "logarithms of x collapse"),
+    ],
+)
+def test_issue22_fit_log_linear_refuses_non_real_or_collapsing_x(x, pattern):
+    from spectheory.solvers.scaling import fit_log_linear
+
+    with pytest.raises(stt.InvalidParameterError, match=pattern):
+        fit_log_linear(x, [1.0, 2.0, 3.0])
+
+
+def test_issue22_fit_log_linear_seed_and_bootstrap_size():
+    from spectheory.solvers.scaling import fit_log_linear
+
+    for seed in ("abc", 1.5, -1, [1, 2]):
+        with pytest.raises(stt.InvalidParameterError, match="seed must be"):
+            fit_log_linear([1, 10, 100], [1, 3, 5], seed=seed)
+    with pytest.raises(stt.InstanceTooLargeError, match="n_boot"):
+        fit_log_linear([1, 10, 100], [1, 3, 5], n_boot=10**9)
+    a = fit_log_linear([1, 10, 100, 1000], [1, 3.5, 5, 7.2], n_boot=50, seed=3)
+    b = fit_log_linear([1, 10, 100, 1000], [1, 3.5, 5, 7.2], n_boot=50,
+                       seed=np.random.default_rng(3))
+    assert a.slope_ci.tolist() == b.slope_ci.tolist()
+
+
+def test_issue22_kseq_rho_checks_its_rows():
+    from spectheory.verifiers.kseq import kseq_rho
+
+    with pytest.raises(stt.InvalidDistributionError, match="nan"):
+        kseq_rho(np.array([np.nan, 0.5]), np.array([0.5, 0.5]), 2)  # returned 1.0
+    with pytest.raises(stt.InvalidParameterError, match="n must be"):
+        kseq_rho(np.array([0.5, 0.5]), np.array([0.5, 0.5]), 0)
+    # docs/theory.md §8.1 instance A: rho* = 7/5 for n = 2.
+    np.testing.assert_allclose(kseq_rho(np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1]), 2),
+                               1.4, rtol=1e-12)

@@ -42,7 +42,7 @@ import numpy as np
 from scipy import stats
 
 from .._errors import InvalidParameterError
-from .._validate import check_choice, check_positive_int
+from .._validate import check_choice, check_limit, check_positive_int, check_rng
 from . import _published
 
 __all__ = ["LogLinearFit", "fit_log_linear", "leviathan_capacity_data", "spec_bench_tau"]
@@ -136,6 +136,24 @@ def _ols(u, y):
     return a, b
 
 
+#: Largest bootstrap table ``n_boot * len(x)`` of :func:`fit_log_linear` (8 bytes each).
+MAX_BOOT_DRAWS = 50_000_000
+
+
+def _real_vector(v, name):
+    """A 1-D float64 array from real numbers only (no str, bool or complex coercion)."""
+    try:
+        arr = np.asarray(v)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
+    if arr.dtype.kind not in "iuf":
+        raise InvalidParameterError(
+            f"{name} must hold real numbers; got dtype {arr.dtype} (bool, str, complex and "
+            "objects are refused)"
+        )
+    return arr.astype(np.float64)
+
+
 def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     r"""Least-squares fit of :math:`y = a + b \log_B x` with bootstrap and prediction intervals.
 
@@ -151,8 +169,9 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
         Bootstrap resamples.
     confidence : float in (0, 1)
         Level of the bootstrap and prediction intervals.
-    seed : int or numpy.random.Generator
-        Seeds ``numpy.random.default_rng``: the same seed gives the same intervals.
+    seed : int >= 0, SeedSequence, numpy.random.Generator or None
+        Checked by :func:`spectheory._validate.check_rng`: the same seed gives
+        the same intervals.  ``n_boot * len(x)`` is at most :data:`MAX_BOOT_DRAWS`.
 
     Returns
     -------
@@ -177,7 +196,8 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
         raise InvalidParameterError(f"base must be > 0 and != 1; got {base!r}")
     n_boot = check_positive_int(n_boot, "n_boot")
     confidence = _check_level(confidence, "confidence")
-    xs, ys = (np.asarray(v, dtype=np.float64) for v in (x, y))
+    rng = check_rng(seed, "seed")
+    xs, ys = _real_vector(x, "x"), _real_vector(y, "y")
     if xs.ndim != 1 or xs.shape != ys.shape:
         raise InvalidParameterError(
             f"x and y must be 1-D of the same length; got shapes {xs.shape} and {ys.shape}"
@@ -195,7 +215,15 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
             f"a fit with intervals needs at least 3 distinct x values; got {np.unique(xs).size}"
         )
     n = xs.size
+    # Resampling draws an (n_boot, n) index table.
+    check_limit(n_boot * n, "n_boot * len(x)", MAX_BOOT_DRAWS)
     u = np.log(xs) / math.log(base)
+    if np.unique(u).size < 3 or not np.ptp(u) > 1e-12 * max(1.0, float(np.abs(u).max())):
+        # Distinct x whose logarithms coincide (x = 1, 1 + 1e-16, ...): the fit is NaN.
+        raise InvalidParameterError(
+            f"the logarithms of x collapse ({np.unique(u).size} distinct values, spread "
+            f"{float(np.ptp(u))!r}): a fit needs x spread over a measurable range"
+        )
     a, b = _ols(u, ys)
     a, b = float(a), float(b)
     resid = ys - (a + b * u)
@@ -204,7 +232,6 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     r2 = 1.0 - sse / sst if sst > 0 else 1.0
     s = math.sqrt(sse / (n - 2))
 
-    rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(n_boot, n))
     ub, yb = u[idx], ys[idx]
     ok = np.ptp(ub, axis=1) > 0

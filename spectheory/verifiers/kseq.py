@@ -46,6 +46,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._errors import ShapeMismatchError
+from .._validate import as_distribution_pair, check_positive_int
 from ._ops import accept_prob, normalise_or, positive_part
 
 __all__ = ["kseq", "kseq_rho"]
@@ -114,11 +116,15 @@ def kseq_rho(p, q, n):
     >>> kseq_rho(p, q, 2), kseq_rho(p, q, 3)
     (Fraction(7, 5), Fraction(7, 4))
     """
-    exact = p.dtype == object
-    if not exact:
-        f64 = np.ascontiguousarray(p, dtype=np.float64), np.ascontiguousarray(q, dtype=np.float64)
-        return _rho_float_cached(f64[0].tobytes(), f64[1].tobytes(), int(n))
-    return _rho_cached(tuple(p.tolist()), tuple(q.tolist()), int(n))
+    n = check_positive_int(n, "n")
+    # A NaN row gave rho = 1 silently: check the pair (renormalised float64 or exact rows).
+    pc, qc, batched = as_distribution_pair(p, q, allow_exact=True)
+    if batched:
+        raise ShapeMismatchError(f"kseq_rho takes one row of shape (V,); got {np.shape(p)}")
+    p, q = pc[0], qc[0]
+    if p.dtype != object:
+        return _rho_float_cached(p.tobytes(), q.tobytes(), n)
+    return _rho_cached(tuple(p.tolist()), tuple(q.tolist()), n)
 
 
 def kseq(p, q, drafts, coins, *, sampling="iid", rho=None):
