@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 from .._errors import InvalidParameterError, ShapeMismatchError
 
@@ -493,8 +493,6 @@ def detectable_tv(trials: int, bins: int, alpha: float, power: float = 0.99) -> 
     crit = stats.chi2.isf(alpha, df)
     lo, hi = 0.0, 1.0
     while stats.ncx2.sf(crit, df, hi) < power:
-        hi *= 2
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if stats.ncx2.sf(crit, df, mid) < power else (lo, mid)
-    return math.sqrt(hi / (4 * trials))
+        lo, hi = hi, 2 * hi
+    lam = optimize.brentq(lambda x: stats.ncx2.sf(crit, df, x) - power, lo, hi, rtol=1e-12)
+    return math.sqrt(lam / (4 * trials))

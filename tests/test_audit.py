@@ -1,0 +1,205 @@
+"""Tests of the audit of logged samples (spectheory.sim.audit) and the log format.
+
+Verdicts use the audit's default false-alarm rate alpha = 1e-6: a correct
+engine's log fails ``test_correct_chain_sampler_passes`` with probability at
+most 1e-6.  The buggy logs are flagged at the sizes used here in every one of
+20 seeds of ``benchmarks/bench_audit.py`` (measured power, docs/checker.md);
+the seeds are fixed, so the tests are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from spectheory import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+from spectheory.sim.audit import check_lossless_from_samples as audit
+from spectheory.sim.log_metrics import acceptance_table, write_csv
+from spectheory.sim.samplelog import as_sample_log, load_log, save_log
+
+from .audit_logs import chain_log, multidraft_log
+
+ALPHA = 1e-6
+
+
+def test_correct_chain_sampler_passes():
+    log = chain_log(np.random.default_rng(0), 20_000)
+    r = audit(log)
+    assert not r.lossy, r.verdict
+    assert r.source == "logged" and r.samples == 20_000 and r.impossible_outputs == 0
+    assert set(r.tests) == {"pit", "pit_ks", "bound"}
+    lo, hi = r.acceptance_interval
+    assert lo <= r.bound  # a correct sampler's acceptance equals the bound for n = 1
+    assert r.acceptance <= hi
+
+
+def test_correct_multidraft_sampler_passes():
+    r = audit(multidraft_log(np.random.default_rng(1), 20_000))
+    assert not r.lossy, r.verdict
+
+
+@pytest.mark.parametrize("bug", ["recorded_q", "mismatched_q"])
+def test_chain_bugs_are_flagged(bug):
+    """(b) recorded q is not the draft's law; (c) drafts sampled from another law than tested."""
+    r = audit(chain_log(np.random.default_rng(2), 20_000, bug=bug))
+    assert r.lossy and r.p_value <= ALPHA, r.tests
+
+
+def test_dedup_of_iid_drafts_is_flagged():
+    """(d) RRS skipping repeated drafts (pitfall P1), positions all different: the pooled PIT."""
+    r = audit(multidraft_log(np.random.default_rng(3), 20_000, dedup=True))
+    assert r.lossy and min(r.tests["pit"], r.tests["pit_ks"]) * len(r.tests) <= ALPHA
+
+
+def test_repeated_positions_get_their_own_tests_and_are_ranked():
+    """Ten positions logged 2,000 times each: per-position chi-square, Holm-ranked."""
+    log = multidraft_log(np.random.default_rng(4), 20_000, dedup=True, positions=10)
+    r = audit(log)
+    assert r.lossy
+    pos = {k: v for k, v in r.tests.items() if k.startswith("position")}
+    assert len(pos) == 10
+    top = r.suspicious[0]
+    assert top["test"] == "chi-square" and top["repeats"] == 2_000
+    assert top["p_value"] == min(pos.values())
+    assert top["adjusted_p_value"] == pytest.approx(10 * top["p_value"], rel=1e-12)
+    # ranked: adjusted p-values never decrease down the list
+    adj = [s["adjusted_p_value"] for s in r.suspicious]
+    assert adj == sorted(adj)
+    good = audit(multidraft_log(np.random.default_rng(4), 20_000, positions=10))
+    assert not good.lossy, good.verdict
+
+
+def test_false_alarm_rate_at_alpha_005():
+    """200 correct logs audited at alpha = 0.05: false alarms at most the binomial bound.
+
+    The verdict's false-alarm rate is at most 0.05 (Bonferroni); the count of
+    200 is then stochastically below Binomial(200, 0.05), whose 1 - 1e-6
+    quantile bounds it.  The pooled PIT chi-square's own p-values are
+    uniform: their rejections at 0.05 lie in the two-sided 1e-6 region of
+    Binomial(200, 0.05).
+    """
+    alarms, pit_rejects = 0, 0
+    for s in range(200):
+        r = audit(chain_log(np.random.default_rng(1000 + s), 400), alpha=0.05, rng=s)
+        alarms += r.lossy
+        pit_rejects += r.tests["pit"] <= 0.05
+    assert alarms <= stats.binom.isf(1e-6, 200, 0.05)
+    assert stats.binom.ppf(5e-7, 200, 0.05) <= pit_rejects <= stats.binom.isf(5e-7, 200, 0.05)
+
+
+def test_impossible_output_and_impossible_draft_are_proof():
+    p = np.tile([0.5, 0.5, 0.0], (30, 1))
+    q = np.tile([0.2, 0.2, 0.6], (30, 1))
+    y = np.zeros(30, dtype=int)
+    y[7] = 2
+    r = audit(p, q, np.zeros((30, 1), dtype=int), y)
+    assert r.lossy and r.impossible_outputs == 1 and r.p_value == 0.0
+    assert "row 7" in r.verdict and r.suspicious[0]["row"] == 7
+    q2 = np.tile([0.5, 0.5, 0.0], (30, 1))
+    d = np.zeros((30, 1), dtype=int)
+    d[4] = 2  # drafted a token the logged q gives probability 0
+    r2 = audit(p, q2, d, np.zeros(30, dtype=int))
+    assert r2.lossy and "row 4" in r2.verdict and "not the drafts' law" in r2.verdict
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors", ".jsonl"])
+def test_log_files_round_trip(tmp_path, suffix):
+    log = chain_log(np.random.default_rng(5), 300)
+    path = save_log(log, tmp_path / f"log{suffix}")
+    back = load_log(path)
+    np.testing.assert_array_equal(back.outputs, log.outputs)
+    np.testing.assert_array_equal(back.drafts, log.drafts)
+    np.testing.assert_array_equal(back.round, log.round)
+    np.testing.assert_allclose(back.target, log.target, rtol=1e-15)  # JSON keeps float64 repr
+    a, b = audit(log), audit(path)
+    assert b.verifier == str(path) and a.tests.keys() == b.tests.keys()
+    # the rows are renormalised again on reading: PIT values move by ulps
+    np.testing.assert_allclose(list(b.tests.values()), list(a.tests.values()), rtol=1e-9)
+
+
+def test_bad_logs_raise_naming_the_row(tmp_path):
+    p = np.tile([0.5, 0.5], (3, 1))
+    d = np.zeros((3, 1), dtype=int)
+    y = np.zeros(3, dtype=int)
+    with pytest.raises(ShapeMismatchError, match=r"outputs must have shape \(3,\)"):
+        audit(p, p, d, np.zeros(4, dtype=int))
+    with pytest.raises(ShapeMismatchError, match=r"same shape \(N, V\)"):
+        audit(p, np.tile([0.2, 0.3, 0.5], (3, 1)), d, y)
+    with pytest.raises(ShapeMismatchError, match=r"drafts must have shape \(3, n\)"):
+        audit(p, p, np.zeros((2, 1), dtype=int), y)
+    with pytest.raises(InvalidParameterError, match=r"outputs row 2 holds token 5, outside"):
+        audit(p, p, d, [0, 1, 5])
+    with pytest.raises(InvalidParameterError, match=r"drafts row 1 slot 0 holds token -3"):
+        audit(p, p, [[0], [-3], [1]], y)
+    bad = p.copy()
+    bad[1] = [0.7, 0.7]
+    with pytest.raises(InvalidDistributionError, match=r"target row 1 sums to 1.4"):
+        audit(bad, p, d, y)
+    bad[1] = [1.2, -0.2]
+    with pytest.raises(InvalidDistributionError, match=r"draft row 1 has a negative entry"):
+        audit(p, bad, d, y)
+    with pytest.raises(InvalidParameterError, match=r"outputs must hold integer token ids"):
+        audit(p, p, d, [0.5, 1, 0])
+    with pytest.raises(InvalidParameterError, match=r"round 0 is not one consecutive block"):
+        as_sample_log(p, p, d, y, round=[0, 1, 0])
+    np.savez(tmp_path / "obj.npz", target=np.array([object()]), draft=p, drafts=d, outputs=y)
+    with pytest.raises(InvalidParameterError, match="pickled objects"):
+        load_log(tmp_path / "obj.npz")
+    np.savez(tmp_path / "extra.npz", target=p, draft=p, drafts=d, outputs=y, weights=y)
+    with pytest.raises(InvalidParameterError, match="unknown key"):
+        load_log(tmp_path / "extra.npz")
+    lines = [{"target": [0.5, 0.5], "draft": [0.5, 0.5], "drafts": [0], "output": 0}] * 2
+    (tmp_path / "bad.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in lines) + '\n{"target": [0.5, 0.5]}\n'
+    )
+    with pytest.raises(InvalidParameterError, match="line 3 has keys"):
+        load_log(tmp_path / "bad.jsonl")
+    with pytest.raises(InvalidParameterError, match=r"suffix '\.txt'"):
+        (tmp_path / "log.txt").write_text("")
+        load_log(tmp_path / "log.txt")
+
+
+def test_acceptance_table_by_depth_and_slot(tmp_path):
+    """Depth acceptance of a correct chain: the rows' mean bound sum min(p, q) lies inside.
+
+    Hits at depth d are independent Bernoulli(beta_t) given the rows; the
+    Wilson interval at 1 - 1e-6 of their count covers the mean of the beta_t
+    (a Poisson binomial is less variable than the binomial of the same mean).
+    """
+    log = chain_log(np.random.default_rng(6), 6000, gamma=3)
+    table = acceptance_table(log, confidence=1 - 1e-6)
+    beta = np.minimum(log.target, log.draft).sum(axis=1)
+    starts = np.flatnonzero(np.r_[True, log.round[1:] != log.round[:-1]])
+    depth = np.concatenate([np.arange(e - s) for s, e in zip(starts, np.r_[starts[1:], 6000])])
+    has = log.drafts[:, 0] >= 0
+    rows = {(t["quantity"], t["index"]): t for t in table}
+    for k in range(3):
+        t = rows[("depth", k)]
+        at = has & (depth == k)
+        assert t["total"] == at.sum()
+        assert t["low"] <= beta[at].mean() <= t["high"]
+    # slot 0 of a chain is its membership acceptance
+    assert rows[("slot", 0)]["count"] == rows[("membership", -1)]["count"]
+    length = rows[("accepted_length", -1)]
+    assert length["count"] == rows[("membership", -1)]["count"]
+    assert length["total"] == np.unique(log.round).size
+    assert length["low"] <= length["value"] <= length["high"]
+    path = write_csv(table, tmp_path / "acc.csv")
+    assert path.read_text().splitlines()[0] == "quantity,index,count,total,value,low,high"
+
+
+def test_acceptance_table_multidraft_slots():
+    log = as_sample_log(
+        np.tile([0.25] * 4, (4, 1)),
+        np.tile([0.25] * 4, (4, 1)),
+        [[1, 1, 2], [0, 3, -1], [2, 2, 2], [3, -1, -1]],
+        [1, 3, 0, 3],
+    )
+    rows = {(t["quantity"], t["index"]): (t["count"], t["total"]) for t in acceptance_table(log)}
+    assert rows[("membership", -1)] == (3, 4)
+    assert rows[("slot", 0)] == (2, 4)  # rows 0 and 3
+    assert rows[("slot", 1)] == (1, 3)  # row 1 (row 0's slot 1 repeats slot 0's token)
+    assert rows[("slot", 2)] == (0, 2)
