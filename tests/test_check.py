@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import spectheory as stt
 from spectheory.sim.check import _pearson, detectable_tv
@@ -110,3 +111,93 @@ def test_bad_arguments():
         stt.check_lossless("rrs", P, Q, trials=0)
     with pytest.raises(stt.InvalidParameterError, match=r"verifier must be a Verifier, a function or one of"):
         stt.check_lossless("magic", P, Q)
+
+
+# --- calibration of the checker's statistics (issue 18 item 1) ---------------------------------
+
+CAL_P = stt.softmax(np.random.default_rng(11).standard_normal((8, 3)))
+CAL_Q = stt.softmax(np.random.default_rng(12).standard_normal((8, 3)))
+
+
+@pytest.fixture(scope="module")
+def calibration_runs():
+    """200 checks of a lossless verifier at alpha = 0.05, shared by the calibration tests."""
+    return [
+        stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s, alpha=0.05) for s in range(200)
+    ]
+
+
+def test_false_alarm_rate_is_calibrated(calibration_runs):
+    """A lossless verifier over 200 seeds at alpha = 0.05 (8 rows of V = 3, 300 trials each).
+
+    * Verdicts: the false-alarm rate is at most 0.05 (Bonferroni over the 10
+      tests), so the alarms are stochastically below Binomial(200, 0.05):
+      at most its 1 - 1e-6 quantile (this assertion's own false-alarm rate
+      is below 1e-6).  Without the multiple-testing correction the rate is
+      about 1 - 0.95^9 = 0.37 (74 alarms expected), far above.
+    * Each row's chi-square p-value is uniform under the null (df = cells -
+      1 = 2): of the 1,600, the share at most 0.5 and at most 0.05 lie in the
+      two-sided 1e-6 regions of Binomial(1600, 0.5) and Binomial(1600, 0.05).
+      With df off by one the shares at 0.5 become 0.31 (df 3) or 0.80 (df 1).
+    * The pooled PIT p-values (200) likewise at 0.5.
+    """
+    runs = calibration_runs
+    alarms = sum(r.lossy for r in runs)
+    assert alarms <= stats.binom.isf(1e-6, 200, 0.05)
+    rows = np.array([v for r in runs for k, v in r.tests.items() if k.startswith("row")])
+    assert rows.size == 1600
+    for level in (0.5, 0.05):
+        k = int((rows <= level).sum())
+        assert stats.binom.ppf(5e-7, 1600, level) <= k <= stats.binom.isf(5e-7, 1600, level), k
+    pit = sum(r.tests["pit"] <= 0.5 for r in runs)
+    assert stats.binom.ppf(5e-7, 200, 0.5) <= pit <= stats.binom.isf(5e-7, 200, 0.5)
+
+
+def test_verdict_is_bonferroni_at_exactly_alpha():
+    """p_value = min(1, m min_i p_i) over all m tests, and lossy exactly when p_value <= alpha.
+
+    The threshold is probed on both sides of the reported p-value (same seed,
+    same samples: alpha does not enter the random stream).
+    """
+    for s in range(5):
+        r = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s, alpha=0.05)
+        m = len(r.tests)
+        assert m == 8 + 2 and {"pit", "bound"} <= r.tests.keys()
+        assert r.p_value == pytest.approx(min(1.0, m * min(r.tests.values())), rel=1e-12)
+        if r.p_value < 1.0:
+            above = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s,
+                                       alpha=min(0.999, r.p_value * 1.001))  # fmt: skip
+            below = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s,
+                                       alpha=r.p_value * 0.999)  # fmt: skip
+            assert above.lossy and not below.lossy
+            assert above.p_value == below.p_value == r.p_value
+
+
+@pytest.mark.parametrize("alpha", [0.05, 1e-6])
+def test_acceptance_interval_is_wilson_at_one_minus_alpha(alpha):
+    """The interval is scipy's Wilson interval at confidence 1 - alpha, z = Phi^-1(1 - alpha/2)."""
+    r = stt.check_lossless("rrs", P, Q, n=2, trials=3000, rng=8, alpha=alpha)
+    N = r.rows * r.trials
+    k = round(r.acceptance * N)
+    ci = stats.binomtest(k, N).proportion_ci(1 - alpha, method="wilson")
+    np.testing.assert_allclose(r.acceptance_interval, (ci.low, ci.high), rtol=1e-12)
+
+
+def test_acceptance_interval_coverage(calibration_runs):
+    """The 95% intervals of the 200 calibration runs miss the exact acceptance rarely.
+
+    Each run's accepted count is a Poisson binomial over its 8 rows (mean
+    ``a``), less variable than Binomial(2400, a), so a run misses with
+    probability at most the Wilson miss probability of that binomial
+    (summed exactly over its pmf); the miss count is bounded by the
+    1 - 1e-6 quantile of Binomial(200, that probability).
+    """
+    from spectheory.sim._stats import wilson_interval
+
+    exact = float(np.mean([stt.acceptance("sd", CAL_P[b], CAL_Q[b]) for b in range(8)]))
+    runs = calibration_runs
+    misses = sum(not (r.acceptance_interval[0] <= exact <= r.acceptance_interval[1]) for r in runs)
+    k = np.arange(2401)
+    lo, hi = wilson_interval(k, 2400, 0.95)
+    miss = stats.binom.pmf(k, 2400, exact)[(exact < lo) | (exact > hi)].sum()
+    assert misses <= stats.binom.isf(1e-6, 200, miss)
