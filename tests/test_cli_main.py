@@ -291,3 +291,24 @@ def test_progress_uses_tqdm_and_degrades_without_it(monkeypatch):
     assert type(bar).__module__.startswith("tqdm") and list(bar) == items
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # as if tqdm were not installed
     assert progress(items, loud, "x") is items
+
+
+def test_grid_and_training_defaults_come_from_their_dataclasses():
+    from spectheory.cli._grid import grid_from_args
+    from spectheory.lm.adapters import TrainSettings
+    from spectheory.lm.corpus import CorpusSettings
+    from spectheory.sim.sweeps import SweepGrid
+
+    for words in (["sweep", "--shards", "."], ["replay"]):
+        args = build_parser(words).parse_args(words)
+        assert grid_from_args(args) == SweepGrid()
+    words = ["sweep", "--shards", ".", "--n", "2", "--samplings", "all", "--trials", "9"]
+    assert grid_from_args(build_parser(words).parse_args(words)) == SweepGrid(ns=(2,), trials=9)
+    words = ["draft", "train", "--layer", "12"]
+    args = build_parser(words).parse_args(words)
+    assert settings_from_args(TrainSettings, args) == TrainSettings()
+    assert settings_from_args(CorpusSettings, args) == CorpusSettings()
+    words += ["--vocab", "0", "--seed", "3", "--doc-sequences", "7", "--depth", "2"]
+    args = build_parser(words).parse_args(words)
+    assert settings_from_args(TrainSettings, args) == TrainSettings(vocab=None, seed=3, depth=2)
+    assert settings_from_args(CorpusSettings, args) == CorpusSettings(doc_sequences=7, seed=3)
