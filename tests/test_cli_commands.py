@@ -265,3 +265,27 @@ def test_reproduce_missing_trace_file(capsys):
 )
 def test_draft_bad_options(argv, message, capsys):
     assert message in usage_error(["draft", *argv], capsys)
+
+
+def test_load_callable_accepts_both_verifier_protocols(tmp_path, monkeypatch):
+    import sys
+
+    from spectheory.cli.check import load_callable
+
+    (tmp_path / "protocols_cli_test.py").write_text(textwrap.dedent('''
+        def black_box(target, draft, drafts, rng):
+            return 0
+
+        def coins(p, q, drafts, coins, *, sampling):
+            return 0
+
+        def three(p, q, drafts):
+            return 0
+    '''))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "protocols_cli_test", raising=False)
+    for name in ("black_box", "coins"):
+        fn, n, law = load_callable(f"protocols_cli_test:{name}")
+        assert fn.__name__ == name and n is None and law is None
+    with pytest.raises(ValueError, match="must take four arguments"):
+        load_callable("protocols_cli_test:three")

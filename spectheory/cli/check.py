@@ -132,8 +132,10 @@ def load_callable(spec):
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # some builtins have no signature: let the call decide
         return fn, None, None
+    # the coins protocol takes the draft law as a keyword: fn(p, q, drafts, coins, *, sampling)
+    keyword = {"sampling": None} if "sampling" in sig.parameters else {}
     try:
-        sig.bind(None, None, None, None)
+        sig.bind(None, None, None, None, **keyword)
     except TypeError:
         raise usage_error(
             f"verifier {spec!r} must take four arguments, (target, draft, drafts, rng) or "
