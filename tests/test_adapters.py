@@ -9,6 +9,7 @@ import torch
 import spectheory as stt
 import spectheory.lm as lm
 from spectheory.lm import adapters as A
+from spectheory.lm import draft_eval as E
 from spectheory.lm.corpus import CorpusSettings, build_corpus, held_out_overlap
 
 TINY = CorpusSettings(max_len=64, doc_sequences=6, samples_per_prompt=0)
@@ -108,7 +109,7 @@ def test_vocabulary_subset_and_full_logits(smol):
         A.init_adapter(smol, LAYER, "linear", vocab=[5, 3])
     with pytest.raises(stt.InvalidParameterError, match="arch"):
         A.init_adapter(smol, LAYER, "mlp")
-    with pytest.raises(stt.InvalidParameterError, match="at most 29.*layer 29, depth 1"):
+    with pytest.raises(stt.InvalidParameterError, match=r"at most 29.*layer 29, depth 1"):
         A.init_adapter(smol, 29)
     with pytest.raises(stt.InvalidParameterError, match="layer 28, depth 2"):
         A.init_adapter(smol, 28, depth=2)
@@ -220,8 +221,8 @@ def test_adapter_draft_in_a_trace(smol, trained, tmp_cache):
 
 
 def test_held_out_evaluation_against_a_direct_computation(smol, trained, tmp_cache):
-    ev = A.evaluate_adapter(smol, trained, (1.0,), max_new_tokens=4, prompts=(3, 12))
-    (ids, b), (ids2, b2) = list(A.held_out_sequences(smol, 1.0, 4, prompts=(3, 12)))
+    ev = E.evaluate_adapter(smol, trained, (1.0,), max_new_tokens=4, prompts=(3, 12))
+    (ids, b), (ids2, b2) = list(E.held_out_sequences(smol, 1.0, 4, prompts=(3, 12)))
     # oracle: a fresh forward, full-vocabulary q (zero outside S), sum of min(p, q)
     rows = []
     with torch.no_grad():
@@ -238,12 +239,12 @@ def test_held_out_evaluation_against_a_direct_computation(smol, trained, tmp_cac
     (lo, hi), = ev.acceptance_ci(n_boot=500)
     assert lo <= ev.acceptance[0] <= hi
     # paired resampling: the difference of a table with itself is exactly zero
-    (dlo, dhi), d = A.prompt_bootstrap(
+    (dlo, dhi), d = E.prompt_bootstrap(
         [ev.per_prompt[0]] * 2, lambda r: r[0] - r[1], n_boot=100
     )
     assert dlo == dhi == d == 0.0
     with pytest.raises(stt.InvalidParameterError, match="tables"):
-        A.prompt_bootstrap([np.zeros((3, 3))])
+        E.prompt_bootstrap([np.zeros((3, 3))])
 
 
 def test_cost_ratio_and_parameters_of_an_adapter(smol, trained):

@@ -87,7 +87,7 @@ def run_train(args) -> int:
     }
     if not args.no_eval:
         log.info("evaluating on the 38 held-out prompts ...")
-        ev = A.evaluate_adapter(loaded, adapter, args.temperatures)
+        ev = _evaluate_adapter(loaded, adapter, args.temperatures)
         extra["held_out"] = _evaluation_dict(ev)
     path = A.save_adapter(adapter, path, extra=extra)
     print(
@@ -163,7 +163,8 @@ def run_evaluate(args) -> int:
     name = args.name
     out = {"draft": name}
     if name.startswith("quant:"):
-        from ..lm.quantised import bits_per_weight, evaluate_quantised, memory_ratio
+        from ..lm.draft_eval import evaluate_quantised
+        from ..lm.quantised import bits_per_weight, memory_ratio
 
         qtype = parse_draft(name)[1]
         ev = evaluate_quantised(loaded, qtype, args.temperatures)
@@ -177,7 +178,7 @@ def run_evaluate(args) -> int:
         else:
             adapter = A.load_adapter(loaded, A.adapter_path(name))
         log.info(f"evaluating {adapter.path} on the 38 held-out prompts ...")
-        ev = A.evaluate_adapter(loaded, adapter, args.temperatures)
+        ev = _evaluate_adapter(loaded, adapter, args.temperatures)
         out["held_out"] = _evaluation_dict(ev)
         cost_of = adapter
     if not args.no_cost:
@@ -248,3 +249,9 @@ def _temperatures(parser):
     parser.add_argument("--temperatures", type=nonnegative_float, nargs="+",
                         default=list(EVAL_TEMPERATURES),
                         help="held-out evaluation temperatures (default %(default)s)")  # fmt: skip
+
+
+def _evaluate_adapter(*args, **kwargs):
+    from ..lm.draft_eval import evaluate_adapter
+
+    return evaluate_adapter(*args, **kwargs)

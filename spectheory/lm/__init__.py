@@ -20,24 +20,31 @@ from .acceptance import (
 )
 from .adapters import (
     Adapter,
-    AdapterEvaluation,
     TrainSettings,
-    evaluate_adapter,
     list_adapters,
     load_adapter,
     save_adapter,
     teacher_states,
     train_adapter,
 )
-from .arrays import load_arrays, save_arrays
+from .arrays import save_arrays
 from .cache import CacheEntry, cache_entries, clear_cache
 from .corpus import TRAINING_PROMPTS, Corpus, CorpusSettings, build_corpus
+from .draft_eval import AdapterEvaluation, evaluate_adapter, evaluate_quantised
 from .drafts import early_exit_logits, exit_head, ngram_distribution, parse_draft
 from .fingerprint import file_fingerprint, weights_fingerprint
 from .prompts import CATEGORIES, PROMPTS, load_prompts
-from .quantised import evaluate_quantised, quantisable_types, quantised_model
+from .quantised import quantisable_types, quantised_model
 from .shards import ShardedTrace, ShardInfo, record_sharded, shard_trace
-from .trace import FORMAT_VERSION, Trace, TraceSettings, cache_dir, load_trace, record_trace
+from .trace import (
+    FORMAT_VERSION,
+    Trace,
+    TraceSettings,
+    cache_dir,
+    load_arrays,
+    load_trace,
+    record_trace,
+)
 
 __all__ = [
     "CATEGORIES",

@@ -2,11 +2,12 @@
 
 A :class:`~spectheory.lm.Trace` needs, per position ``i`` of ``N``, the
 target's and each draft's next-token logits over one vocabulary of size
-``V``.  :func:`trace_from_arrays` builds one from numpy (or torch) arrays;
-the result replays, checks, sweeps and reports like a recorded trace.
+``V``.  :meth:`~spectheory.lm.Trace.from_arrays` (with :func:`trace_fields`)
+builds one from numpy (or torch) arrays; the result replays, checks, sweeps
+and reports like a recorded trace.
 
-Array layout on disk (read by :func:`load_arrays` and by
-:func:`~spectheory.lm.load_trace`): a plain safetensors file with
+Array layout on disk (read by :func:`~spectheory.lm.load_arrays` and by
+:func:`~spectheory.lm.load_trace`, written by :func:`save_arrays`): a plain safetensors file with
 
 =================  ==========  ===============================================
 tensor             shape       meaning
@@ -39,7 +40,8 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> p = rng.dirichlet(np.ones(5), size=4)
 >>> q = rng.dirichlet(np.ones(5), size=4)
->>> tr = trace_from_arrays(p, {"small": q}, kind="probs", name="mine")
+>>> from spectheory.lm import Trace
+>>> tr = Trace.from_arrays(p, {"small": q}, kind="probs", name="mine")
 >>> tr.drafts, tr.num_positions, tr.vocab_size
 (('logits:small',), 4, 5)
 >>> from spectheory import process_logits
@@ -49,7 +51,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -59,7 +60,7 @@ import numpy as np
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .drafts import parse_draft
 
-__all__ = ["load_arrays", "save_arrays", "trace_from_arrays", "trace_from_tensors"]
+__all__ = ["fields_from_tensors", "save_arrays", "trace_fields"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -123,7 +124,7 @@ def _draft_name(name) -> str:
     return name
 
 
-def trace_from_arrays(
+def trace_fields(
     target,
     drafts,
     *,
@@ -139,7 +140,10 @@ def trace_from_arrays(
     seed: int = 0,
     dtype: str = "float32",
 ):
-    """A :class:`~spectheory.lm.Trace` from the target's and the drafts' logits or probabilities.
+    """The fields of a :class:`~spectheory.lm.Trace` from the target's and drafts' logits or probs.
+
+    :meth:`spectheory.lm.Trace.from_arrays` (which takes the same arguments)
+    builds the trace from them and checks the settings and the layout.
 
     Parameters
     ----------
@@ -171,7 +175,8 @@ def trace_from_arrays(
 
     Returns
     -------
-    Trace
+    dict
+        Keyword arguments of :class:`~spectheory.lm.Trace`.
 
     Raises
     ------
@@ -183,7 +188,6 @@ def trace_from_arrays(
         prompt ids that are not grouped, n-gram drafts without tokens.
     """
     from .._validate import check_positive_int
-    from .trace import FORMAT_VERSION, Trace, TraceSettings, check_layout
 
     if kind not in ("logits", "probs"):
         raise InvalidParameterError(f"kind must be 'logits' or 'probs'; got {kind!r}")
@@ -245,41 +249,39 @@ def trace_from_arrays(
                 f"prompt_offsets must rise from 0 to len(prompt_tokens) = {ptoks.size}"
             )
     drafts_all = (*stored, *(f"ngram:{k}" for k in orders))
-    settings = TraceSettings(
-        model=f"arrays:{name}",
-        drafts=drafts_all,
-        prompts=tuple(int(i) for i in order),
-        max_new_tokens=int(st.max()) + 1,
-        temperature=temperature,
-        seed=seed,
-    )
+    settings = {
+        "model": f"arrays:{name}",
+        "drafts": list(drafts_all),
+        "prompts": [int(i) for i in order],
+        "max_new_tokens": int(st.max()) + 1,
+        "temperature": temperature,
+        "seed": seed,
+        "prompt_file": "",
+    }
     digest = hashlib.sha256(t.astype(dtype).tobytes())
     for spec in sorted(stored):
         digest.update(spec.encode() + stored[spec].tobytes())
     meta = {
-        "format": FORMAT_VERSION,
-        "settings": {**dataclasses.asdict(settings), "prompts": list(settings.prompts)},
+        "settings": settings,
         "key": digest.hexdigest()[:16],
         "model": {"name": f"arrays:{name}", "source": "arrays", "vocab_size": int(v)},
         "prompt_order": [int(i) for i in order],
         "input_kind": kind,
     }
-    trace = Trace(
-        target_logits=t.astype(dtype),
-        exit_logits=stored,
-        tokens=toks,
-        prompt_ids=pids,
-        steps=st,
-        prompt_tokens=ptoks,
-        prompt_offsets=offs,
-        metadata=json.loads(json.dumps(meta)),
-    )
-    check_layout(trace, "trace from arrays")
-    return trace
+    return {
+        "target_logits": t.astype(dtype),
+        "exit_logits": stored,
+        "tokens": toks,
+        "prompt_ids": pids,
+        "steps": st,
+        "prompt_tokens": ptoks,
+        "prompt_offsets": offs,
+        "metadata": json.loads(json.dumps(meta)),
+    }
 
 
-def trace_from_tensors(tensors: dict, header: dict, where: str = "arrays"):
-    """A trace from the tensors and string metadata of the array layout (see the module)."""
+def fields_from_tensors(tensors: dict, header: dict, where: str = "arrays") -> dict:
+    """:func:`trace_fields` of the tensors and string metadata of the array layout."""
     drafts = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.startswith("draft/")}
     known = {"target", "tokens", "prompt_ids", "steps", "prompt_tokens", "prompt_offsets"}
     extra = sorted(k for k in tensors if k not in known and not k.startswith("draft/"))
@@ -293,7 +295,7 @@ def trace_from_tensors(tensors: dict, header: dict, where: str = "arrays"):
     if ("prompt_tokens" in tensors) != ("prompt_offsets" in tensors):
         raise TraceError(f"{where}: prompt_tokens and prompt_offsets come together")
     try:
-        return trace_from_arrays(
+        return trace_fields(
             tensors["target"],
             drafts,
             kind=header.get("kind", "logits"),
@@ -304,18 +306,8 @@ def trace_from_tensors(tensors: dict, header: dict, where: str = "arrays"):
         raise TraceError(f"{where}: {exc}") from None
 
 
-def load_arrays(path):
-    """Read a safetensors file in the array layout (see the module) as a Trace."""
-    from pathlib import Path
-
-    from .. import _files
-
-    header, tensors = _files.read_safetensors(Path(path), "array file", "numpy")
-    return trace_from_tensors(tensors, header, f"array file {str(path)!r}")
-
-
 def save_arrays(path, target, drafts, *, kind="logits", name="arrays", **optional):
-    """Write the array layout (see the module) atomically: the inverse of :func:`load_arrays`."""
+    """Write the array layout (see the module) atomically: what ``load_arrays`` reads."""
     from safetensors.numpy import save_file
 
     from .. import _files

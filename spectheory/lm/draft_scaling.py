@@ -142,7 +142,7 @@ def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, per_prom
     """
     import torch
 
-    from .adapters import _softmax_t, held_out_sequences
+    from .draft_eval import _softmax_t, held_out_sequences
 
     ps, qs, ids_of = [], [], []
     with torch.no_grad():
@@ -180,7 +180,7 @@ def _t_interval(fit, level=0.95):
 
 def _prompt_slope_interval(x, tables, *, level=0.95, n_boot=2000, seed=0):
     """Interval of the slope from resampling held-out prompts (paired across the points)."""
-    from .adapters import prompt_bootstrap
+    from .draft_eval import prompt_bootstrap
 
     (lo, hi), _ = prompt_bootstrap(
         tables, lambda r: float(_slope(x, r)), level=level, n_boot=n_boot, seed=seed
@@ -323,6 +323,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
     """
     from .. import _files
     from . import adapters as A
+    from . import draft_eval as E
     from .acceptance import PUBLISHED_SLOPES, draft_parameter_count
     from .corpus import CorpusSettings, build_corpus
 
@@ -348,7 +349,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         say(f"capacity: training the adapter at layer {L} ...")
         ad = A.train_adapter(loaded, states, L, base, progress=progress)
         adapters[L] = ad
-        ev = A.evaluate_adapter(loaded, ad, **evals)
+        ev = E.evaluate_adapter(loaded, ad, **evals)
         cap_evals.append(ev)
         for k, T in enumerate(temps):
             lo, hi = ev.acceptance_ci(n_boot=cfg["n_boot"])[k]
@@ -370,7 +371,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         say(f"tokens: training the layer-{cfg['token_layer']} adapter on {D} positions ...")
         s = A.TrainSettings(**{**base.__dict__, "tokens": D})
         ad = A.train_adapter(loaded, states, cfg["token_layer"], s, progress=progress)
-        ev = A.evaluate_adapter(loaded, ad, **evals)
+        ev = E.evaluate_adapter(loaded, ad, **evals)
         tok_evals.append(ev)
         tok_x.append(ad.metadata["train_tokens"])
         for k, T in enumerate(temps):

@@ -48,7 +48,6 @@ from .._errors import InvalidParameterError, MissingDependencyError
 __all__ = [
     "QuantStepper",
     "bits_per_weight",
-    "evaluate_quantised",
     "memory_ratio",
     "quantisable_types",
     "quantised_model",
@@ -262,45 +261,3 @@ class QuantStepper:
             out = self.qmodel(input_ids=input_ids, past_key_values=self.past, use_cache=True)
         self.past = out.past_key_values
         return out.logits[0, -1]
-
-
-def evaluate_quantised(loaded, qtype: str = "Q4_0", temperatures=(0.7, 1.0), *, max_new_tokens=24):
-    r"""Held-out acceptance :math:`\frac1N\sum_t\sum_x \min(p_t, q_t)` of ``quant:TYPE``.
-
-    Same positions as :func:`spectheory.lm.adapters.evaluate_adapter` (the
-    target's continuations of the 38 held-out prompts); ``raw_exit`` holds
-    NaN (no exit to compare with) and ``coverage`` 1.
-
-    Returns
-    -------
-    spectheory.lm.adapters.AdapterEvaluation
-    """
-    import torch
-
-    from .acceptance import _check_temperature
-    from .adapters import AdapterEvaluation, _softmax_t, held_out_sequences
-
-    temps = tuple(_check_temperature(t, "temperatures") for t in temperatures)
-    qmodel = quantised_model(loaded, qtype)
-    accs, npos, per = [], [], []
-    for T in temps:
-        rows = []
-        with torch.no_grad():
-            for ids, b in held_out_sequences(loaded, T, max_new_tokens):
-                x = torch.as_tensor(ids[None])
-                p = _softmax_t(loaded.model(input_ids=x, use_cache=False).logits[0, b:].double(), T)
-                q = _softmax_t(qmodel(input_ids=x, use_cache=False).logits[0, b:].double(), T)
-                rows.append((float(torch.minimum(p, q).sum()), p.shape[0]))
-        rows = np.asarray(rows, dtype=np.float64)
-        accs.append(rows[:, 0].sum() / rows[:, 1].sum())
-        npos.append(int(rows[:, 1].sum()))
-        per.append(rows)
-    nan = tuple(float("nan") for _ in temps)
-    return AdapterEvaluation(
-        temperatures=temps,
-        acceptance=tuple(accs),
-        raw_exit=nan,
-        coverage=tuple(1.0 for _ in temps),
-        positions=tuple(npos),
-        per_prompt=tuple(per),
-    )

@@ -33,12 +33,21 @@ import numpy as np
 from .. import _files
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .._validate import check_positive_int, check_rng
+from .arrays import fields_from_tensors, trace_fields
 from .cache import cache_dir
 from .draft_kinds import draft_kind
 from .drafts import ngram_distribution, parse_draft
 from .prompts import encode_prompt, prompt_set
 
-__all__ = ["FORMAT_VERSION", "Trace", "TraceSettings", "cache_dir", "load_trace", "record_trace"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Trace",
+    "TraceSettings",
+    "cache_dir",
+    "load_arrays",
+    "load_trace",
+    "record_trace",
+]
 
 #: Version of the file layout; part of the cache key.
 FORMAT_VERSION = 2
@@ -284,13 +293,11 @@ class Trace:
     def from_arrays(cls, target, drafts, **kwargs) -> Trace:
         """A trace from logits or probabilities recorded by any framework.
 
-        See :func:`spectheory.lm.arrays.trace_from_arrays` for the
-        parameters and checks; the result goes through ``replay``, ``check
-        --trace``, ``sweep`` and ``report`` like a recorded trace.
+        See :func:`spectheory.lm.arrays.trace_fields` for the parameters
+        and checks; the result goes through ``replay``, ``check --trace``,
+        ``sweep`` and ``report`` like a recorded trace.
         """
-        from .arrays import trace_from_arrays
-
-        return trace_from_arrays(target, drafts, **kwargs)
+        return _from_fields(cls, trace_fields(target, drafts, **kwargs), "trace from arrays")
 
     def _tensors(self) -> dict:
         tensors = {
@@ -361,9 +368,7 @@ def load_trace(path) -> Trace:
     where = f"trace {str(path)!r}"
     if "spectheory" not in header:
         if "target" in tensors:
-            from .arrays import trace_from_tensors
-
-            return trace_from_tensors(tensors, header, str(path))
+            return _from_fields(Trace, fields_from_tensors(tensors, header, where), where)
         raise TraceError(
             f"{str(path)!r} is a safetensors file but not a spectheory trace (no spectheory "
             f"metadata, and no 'target' tensor of the array layout)"
@@ -409,6 +414,32 @@ def load_trace(path) -> Trace:
     )
     check_layout(trace, where)
     return trace
+
+
+def _from_fields(cls, fields: dict, where: str) -> Trace:
+    """A trace from :func:`~spectheory.lm.arrays.trace_fields`: settings and layout checked."""
+    meta = fields["metadata"]
+    meta["format"] = FORMAT_VERSION
+    try:
+        TraceSettings(**meta["settings"])  # temperature, seed, names: the one validation
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{where}: {exc}") from None
+    trace = cls(**fields)
+    check_layout(trace, where)
+    return trace
+
+
+def load_arrays(path) -> Trace:
+    """Read a safetensors file in the array layout of :mod:`spectheory.lm.arrays` as a Trace.
+
+    Raises
+    ------
+    TraceError
+        Missing or truncated file, missing or unknown tensors, mismatched shapes.
+    """
+    where = f"array file {str(path)!r}"
+    header, tensors = _files.read_safetensors(Path(path), "array file", "numpy")
+    return _from_fields(Trace, fields_from_tensors(tensors, header, where), where)
 
 
 def check_layout(trace: Trace, where: str = "trace") -> None:
