@@ -54,7 +54,7 @@ import numpy as np
 
 from .._errors import SolverError
 
-__all__ = ["OptimalPlan", "chord_density", "plan", "plan_python"]
+__all__ = ["OptimalPlan", "alpha_cvxpy", "chord_density", "plan", "plan_python"]
 
 #: Rank of a boundary that is a tier boundary in every component (segment ends).
 PERMANENT = np.iinfo(np.int64).max
@@ -306,3 +306,59 @@ def plan(p, q, n):
 
     return plan_row(np.ascontiguousarray(p, dtype=np.float64),
                     np.ascontiguousarray(q, dtype=np.float64), n)
+
+
+def alpha_cvxpy(p, counts, n, *, solver="HIGHS"):
+    r""":math:`\alpha^*` from an independent convex model of the polymatroid program (cvxpy).
+
+    For a draft with rational probabilities :math:`q_i = c_i / D` (integer
+    ``counts`` :math:`c_i \ge 1`), split token ``i`` into :math:`c_i` atoms of
+    mass :math:`1/D`.  On atoms the coverage is a concave function of the
+    count, :math:`g(B) = \varphi(|B|/D)`, so membership in its polymatroid is
+    :math:`\sum_a (x_a - t)_+ \le \max_k (g_k - k t)` for all ``t``, and,
+    both sides being convex and the right one linear between its breakpoints
+    :math:`t_k = g_k - g_{k-1}`, the ``D`` constraints at those breakpoints are
+    exact.  Atoms of one token may share their mass equally (the constraint
+    set is convex and symmetric in them), which leaves ``V`` variables:
+
+    .. math::
+
+        \max \sum_i x_i \ \text{s.t.}\ 0 \le x \le p,\quad
+        \sum_i (x_i - t_k c_i)_+ \le g_k - k\,t_k \quad (k = 1..D).
+
+    No sort, no prefix lemma and no optimal set enter, so agreement with
+    :func:`plan` is an independent check (the polymatroid-box duality, docs/theory.md §2.3).
+
+    Parameters
+    ----------
+    p : float64 (V,)
+    counts : int (V,), the draft's probabilities times ``D = counts.sum()``
+    n : int
+    solver : str
+        A cvxpy LP solver.
+
+    Returns
+    -------
+    float
+    """
+    try:
+        import cvxpy as cp
+    except ImportError as exc:  # pragma: no cover - the testing extra installs it
+        from .._errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            "alpha_cvxpy needs cvxpy (pip install spectheory[testing])"
+        ) from exc
+    counts = np.asarray(counts, dtype=np.int64)
+    V, D = counts.shape[0], int(counts.sum())
+    g = 1.0 - (1.0 - np.arange(D + 1) / D) ** n
+    t = np.diff(g)
+    x = cp.Variable(V, nonneg=True)
+    s = cp.Variable((D, V), nonneg=True)
+    cons = [x <= p, s >= x[None, :] - np.outer(t, counts),
+            cp.sum(s, axis=1) <= g[1:] - np.arange(1, D + 1) * t]  # fmt: skip
+    problem = cp.Problem(cp.Maximize(cp.sum(x)), cons)
+    problem.solve(solver=solver)
+    if problem.status != "optimal":
+        raise SolverError(f"cvxpy ({solver}) ended with status {problem.status!r}")
+    return float(problem.value)
