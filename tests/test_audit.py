@@ -3,7 +3,7 @@
 Verdicts use the audit's default false-alarm rate alpha = 1e-6: a correct
 engine's log fails ``test_correct_chain_sampler_passes`` with probability at
 most 1e-6.  The buggy logs are flagged at the sizes used here in every one of
-20 seeds of ``benchmarks/bench_audit.py`` (measured power, docs/checker.md);
+10 seeds of ``benchmarks/bench_checker_power.py`` (measured power, docs/checker.md);
 the seeds are fixed, so the tests are deterministic.
 """
 
@@ -203,3 +203,21 @@ def test_acceptance_table_multidraft_slots():
     assert rows[("slot", 0)] == (2, 4)  # rows 0 and 3
     assert rows[("slot", 1)] == (1, 3)  # row 1 (row 0's slot 1 repeats slot 0's token)
     assert rows[("slot", 2)] == (0, 2)
+
+
+def test_cli_audit(tmp_path, capsys):
+    from spectheory.cli import ExitCode, main
+
+    good = save_log(chain_log(np.random.default_rng(7), 2000), tmp_path / "good.npz")
+    bad = save_log(chain_log(np.random.default_rng(7), 2000, bug="mismatched_q"),
+                   tmp_path / "bad.jsonl")  # fmt: skip
+    assert main(["audit", str(good), "--csv", str(tmp_path / "acc.csv")]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "consistent with lossless" in out and "depth 0" in out
+    assert (tmp_path / "acc.csv").read_text().startswith("quantity,index")
+    assert main(["audit", str(bad), "--json"]) == ExitCode.CHECK_FAILED
+    assert json.loads(capsys.readouterr().out)["lossy"] is True
+    np.savez(tmp_path / "short.npz", target=np.full((2, 2), 0.5), draft=np.full((2, 2), 0.5),
+             drafts=np.zeros((2, 1), dtype=int), outputs=np.array([0, 9]))  # fmt: skip
+    assert main(["audit", str(tmp_path / "short.npz")]) == ExitCode.USAGE
+    assert "outputs row 1 holds token 9" in capsys.readouterr().err

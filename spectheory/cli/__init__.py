@@ -53,7 +53,8 @@ from ._common import ExitCode, Parser, add_verbosity_options, logging_to_stderr
 __all__ = ["COMMANDS", "ExitCode", "build_parser", "main"]
 
 #: The commands, in the order of ``spectheory --help``: each is the module ``spectheory.cli.NAME``.
-COMMANDS = ("bound", "check", "replay", "sweep", "trace", "report", "reproduce", "draft", "cache")
+COMMANDS = ("bound", "check", "audit", "replay", "sweep", "trace", "report", "reproduce", "draft",
+            "cache")
 
 _log = logging.getLogger("spectheory.cli")
 
