@@ -293,8 +293,8 @@ def test_bad_input(splits, tmp_path):
         sweep(3, GRID)
     with pytest.raises(stt.TraceError, match=r"manifest\.json"):
         sweep(tmp_path, GRID)
-    with pytest.raises(InvalidParameterError, match=r"verifiers must be among .*\['khisti'\]"):
-        SweepGrid(verifiers=("khisti",))
+    with pytest.raises(InvalidParameterError, match=r"verifiers must be registered .*\['nope'\]"):
+        SweepGrid(verifiers=("nope",))
     with pytest.raises(InvalidParameterError, match=r"samplings must be among .*\['foo'\]"):
         SweepGrid(samplings=("foo",))
     with pytest.raises(InvalidParameterError, match="temperatures must be finite and >= 0"):
