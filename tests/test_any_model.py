@@ -173,3 +173,21 @@ def test_report_on_another_model(gpt2, gpt2_folder, tmp_cache, tmp_path, capsys)
     assert f"speculative decoding on {gpt2_folder}" in html
     assert main(["report", "--model", str(tmp_path / "none"), "--out", str(tmp_path / "r")]) == 2
     assert "model must be 'smollm2-135m-instruct', a .gguf file" in capsys.readouterr().err
+
+
+def test_live_generation_with_a_separate_draft_model(smol, gpt2_folder):
+    """Greedy speculative decoding with 'lm:PATH' reproduces the target's greedy tokens."""
+    from spectheory.torch.live import speculative_generate
+
+    ids = smol.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Name three colours."}], add_generation_prompt=True
+    )
+    ids = ids if isinstance(ids, list) else ids["input_ids"]
+    seq = list(ids)
+    with torch.no_grad():  # the target's own greedy continuation, one full forward per token
+        for _ in range(6):
+            seq.append(int(smol.model(torch.tensor([seq])).logits[0, -1].argmax()))
+    kw = dict(max_new_tokens=6, temperature=0, stop_at_eos=False)
+    res = speculative_generate(smol, ids, draft=f"lm:{gpt2_folder}", gamma=3, **kw)
+    assert res.tokens.tolist() == seq[len(ids) :]
+    assert res.target_calls == res.accepted.size

@@ -30,7 +30,7 @@ from typing import Protocol, runtime_checkable
 from .._errors import InvalidParameterError
 from ..lm.drafts import parse_draft
 
-__all__ = ["AdapterDraft", "EarlyExitDraft", "LiveDraft", "make_draft"]
+__all__ = ["AdapterDraft", "EarlyExitDraft", "LiveDraft", "ModelDraft", "make_draft"]
 
 
 @runtime_checkable
@@ -145,7 +145,7 @@ class _AdapterCache:
 
 
 class AdapterDraft:
-    r"""The trained draft ``"adapter:L"`` live: the target's first ``L`` layers, the adapter, the head.
+    r"""The trained draft ``"adapter:L"`` live: the target's first ``L`` layers, adapter, head.
 
     .. math::
 
@@ -205,24 +205,21 @@ def make_draft(loaded, draft) -> LiveDraft:
     draft : str or LiveDraft
         ``"exit:L"`` (early exit after ``L`` layers), ``"adapter:L"`` (the
         trained adapter in the cache, :func:`spectheory.lm.adapters.resolve_adapter`),
-        or an object that already implements :class:`LiveDraft` (passed through).
+        ``"lm:PATH"`` (a separate causal LM sharing the target's tokenizer,
+        :class:`ModelDraft`), or an object that already implements
+        :class:`LiveDraft` (passed through).
 
     Returns
     -------
     LiveDraft
     """
     if isinstance(draft, str):
-        if draft.startswith("exit:"):
-            _, layer = parse_draft(draft, loaded.num_layers)
-            return EarlyExitDraft(loaded, layer)
-        if draft.startswith("adapter:"):
-            from ..lm.adapters import resolve_adapter
-
-            _, layer = parse_draft(draft, loaded.num_layers)
-            return AdapterDraft(loaded, resolve_adapter(loaded, int(layer)))
+        kind, arg = parse_draft(draft, loaded.num_layers)
+        if kind in _LIVE_KINDS:
+            return _LIVE_KINDS[kind](loaded, arg)
         raise InvalidParameterError(
-            f"draft must be 'exit:L' or 'adapter:L' (1 <= L < {loaded.num_layers}) or an object with "
-            f"new_cache() and __call__(input_ids, cache); got {draft!r}"
+            f"draft must be 'exit:L' or 'adapter:L' (1 <= L < {loaded.num_layers}), 'lm:PATH' or "
+            f"an object with new_cache() and __call__(input_ids, cache); got {draft!r}"
         )
     if isinstance(draft, LiveDraft) and isinstance(getattr(draft, "spec", None), str):
         return draft
@@ -230,3 +227,58 @@ def make_draft(loaded, draft) -> LiveDraft:
         f"draft must be a specification string such as 'exit:15' or a LiveDraft object "
         f"(spec, new_cache(), __call__(input_ids, cache)); got {draft!r}"
     )
+
+
+class ModelDraft:
+    """A separate causal LM as the live draft (``"lm:PATH"``), with its own ``DynamicCache``.
+
+    The classic pair of Leviathan et al. (arXiv 2211.17192): a smaller model
+    sharing the target's tokenizer (checked by
+    :func:`spectheory.lm.draft_lm.check_same_vocabulary`).
+
+    Parameters
+    ----------
+    draft : spectheory.lm.LoadedModel
+        The draft model.
+    spec : str
+        Its name in results (``"lm:PATH"``).
+    """
+
+    def __init__(self, draft, spec: str):
+        self.draft, self.spec = draft, spec
+
+    def new_cache(self):
+        """An empty ``transformers.DynamicCache``."""
+        from transformers import DynamicCache
+
+        return DynamicCache()
+
+    def __call__(self, input_ids, cache):
+        import torch
+
+        with torch.no_grad():
+            out = self.draft.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+        return out.logits[:, -1]
+
+    def __repr__(self) -> str:
+        return f"ModelDraft({self.spec!r})"
+
+
+def _adapter_draft(loaded, layer):
+    from ..lm.adapters import resolve_adapter
+
+    return AdapterDraft(loaded, resolve_adapter(loaded, int(layer)))
+
+
+def _model_draft(loaded, path):
+    from ..lm.draft_lm import DraftLM
+
+    return ModelDraft(DraftLM.load(str(path), loaded).loaded, f"lm:{path}")
+
+
+#: The live draft of each draft kind that has one (spectheory.lm.draft_kinds names them all).
+_LIVE_KINDS = {
+    "exit": lambda loaded, layer: EarlyExitDraft(loaded, int(layer)),
+    "adapter": _adapter_draft,
+    "lm": _model_draft,
+}
