@@ -128,8 +128,7 @@ HEAVY = ("numpy", "numba", "scipy", "torch", "transformers")
 
 
 @pytest.mark.parametrize(
-    "argv", [["--help"], ["--version"], ["bound", "--help"], ["reproduce", "--help"],
-             ["report", "--help"]],
+    "argv", [["--help"], ["--version"], ["bound", "--help"], ["reproduce", "--help"]],
 )  # fmt: skip
 def test_help_imports_no_heavy_module(argv):
     code = (
