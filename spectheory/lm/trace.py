@@ -1,19 +1,23 @@
 """Traces: recorded runs of a real model, replayed without the model.
 
 A trace holds, for every position of target-sampled continuations of a prompt
-set, the target's and each early-exit draft's full-vocabulary logits (half
+set, the target's and each model draft's full-vocabulary logits (half
 precision), the sampled token ids, the prompt tokens, and metadata (model,
-settings, package version, per-tensor SHA-256 checksums).  n-gram drafts are a
+settings, fingerprints, package version, checksums).  n-gram drafts are a
 deterministic function of the stored tokens and are rebuilt on load rather
-than stored (:meth:`Trace.draft_logits`).
+than stored (:meth:`Trace.draft_logits`).  Traces of logits recorded by
+another framework are built with :meth:`Trace.from_arrays`.
 
-File format: one safetensors file; the JSON metadata sits in its header under
-the key ``"spectheory"``.  Files are written atomically (temporary file, then
-``os.replace``) and every tensor is checked against its checksum on load, so a
-truncated or corrupted file raises :class:`~spectheory.TraceError` and is
-never half-read.  Traces are cached under ``$SPECTHEORY_CACHE_DIR`` (default
-``~/.cache/spectheory``) in ``traces/<key>.safetensors``, keyed by a hash of
-the settings.
+File format (:data:`FORMAT_VERSION` 2): one safetensors file; the JSON
+metadata sits in its header under the key ``"spectheory"``, with the SHA-256
+of every tensor's bytes and a SHA-256 of the header itself (the metadata and
+every tensor's dtype and shape).  Files are written atomically (temporary
+file, then ``os.replace``) and checked on load, so a truncated or corrupted
+file, or an edited header, raises :class:`~spectheory.TraceError` and is
+never half-read.  Traces are cached in :func:`~spectheory.lm.cache.cache_dir`
+as ``traces/<key>.safetensors``, the key hashing the settings and the
+fingerprints of the target's and drafts' weights and tokenizer
+(:meth:`TraceSettings.key`, :mod:`spectheory.lm.fingerprint`).
 """
 
 from __future__ import annotations
