@@ -377,3 +377,22 @@ def test_fingerprint_changes_with_any_sampled_byte(tmp_path):
     with pytest.raises(stt.InvalidParameterError, match="neither a file nor a folder"):
         lm.file_fingerprint(tmp_path / "none")
     assert arrays_mod.__name__.endswith("arrays")
+
+
+def test_array_trace_is_sharded_and_swept(tmp_path):
+    """An array trace goes through shard_trace and the serial sweep; n = 1 bound = sum min(p, q)."""
+    from spectheory.lm.shards import shard_trace
+    from spectheory.sim.sweeps import SweepGrid, sweep
+
+    t, d = _pair(5, n=12, v=7)
+    tr = lm.Trace.from_arrays(t, {"mine": d}, prompt_ids=np.repeat([0, 1, 2], 4))
+    sharded = shard_trace(tr, tmp_path / "sh", max_shard_bytes=4000)
+    assert len(sharded) >= 2
+    grid = SweepGrid(ns=(1,), samplings=("iid",), verifiers=("sd",), trials=20)
+    table = sweep(sharded, grid)
+    got = {r["position"]: r["bound"] for r in table}
+    p = np.exp(t - t.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    q = np.exp(d - d.max(1, keepdims=True))
+    q /= q.sum(1, keepdims=True)
+    np.testing.assert_allclose([got[i] for i in range(12)], np.minimum(p, q).sum(1), rtol=1e-5)
