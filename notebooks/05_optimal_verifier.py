@@ -1,0 +1,191 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The optimal verifier for i.i.d. drafts: a base of the coverage polymatroid, sampled
+#
+# Derivation of the `optimal` verifier (docs/theory.md §2.3, §3.12; Thomas & Pal, arXiv 2511.15898;
+# Khisti et al., arXiv 2410.18234). Notation: $p$ target, $q$ draft, $n$ i.i.d. drafts, $S$ the
+# set of distinct drafts, $r_i = p_i/q_i$.
+#
+# **1. An upper bound in polymatroid form.** For a lossless verifier with output $Y$, let
+# $x_i = P(Y = i,\ i \in S)$ (the accepted mass of token $i$). Then $x \le p$ and, for every set
+# $A$, $x(A) \le P(Y \in A \cap S) \le f(A) := P(S \cap A \neq \emptyset) = \varphi(q(A))$ with
+# $\varphi(s) = 1 - (1-s)^n$ concave, so $f$ is submodular and $x$ lies in its polymatroid. The
+# polymatroid-box theorem gives $\max x(V) = \min_A f(A) + p(V\setminus A)$, which with
+# $H = V\setminus A$ is $\min_H p(H) + 1 - q(H)^n = \alpha^*$.
+#
+# **2. A selection rule reaching it.** Pick one draft by a rule with marginal
+# $y_i = P(\text{pick } i)$, accept it with probability $\min(1, p_i/y_i)$, else draw from
+# $\mathrm{norm}((p-y)_+)$. The output law is $\min(p, y) + (p - y)_+ = p$ and the acceptance
+# is $\sum_i \min(p_i, y_i)$. With $H^*$ the
+# optimal set (a prefix by $r$ ascending, §2.4) and $T = V \setminus H^*$ we take
+#
+# $$y_i = \min(p_i, c\,q_i)\ (i \in T),\ \sum_T y = f(T); \qquad
+#   y_i = \max(p_i, c' q_i)\ (i \in H^*),\ \sum_{H^*} y = q(H^*)^n,$$
+#
+# so $\sum \min(p, y) = f(T) + p(H^*) = \alpha^*$. Tokens of $T$ are picked whenever $S$ meets
+# $T$, tokens of $H^*$ only when $S \subseteq H^*$.
+#
+# **3. Why $y$ is realisable.** Sort each part by density $y_i/q_i$ (descending $r$). A *tier rule*
+# (consecutive tiers; pick in the lowest tier $S$ meets, the first draft in draw order there) has
+# marginal $q_i\,(\varphi(s_b) - \varphi(s_a))/(s_b - s_a)$ on a tier of cumulative mass
+# $[s_a, s_b)$: given that the drafts miss the earlier tiers they are i.i.d. from $q$ restricted
+# to the rest, and the first one in the tier is $\propto q_i$. The cumulative $Y$ of $y$ is
+# concave and lies below $\Phi$ (the cumulative coverage) at every node, by the dual optimality of
+# $H^*$ (tested below); the polytope of such concave $Y$ with equal end values has the chord
+# interpolations of $\Phi$ (= tier rules) as its extreme points, so $y$ is a mixture of tier rules.
+# A merge sweep finds the mixture: each tier's residual density is a line $a - Wv$ in the weight
+# $W$ spent, and neighbours merge where their lines meet (sticky particles; the clusters at
+# weight $W$ are the pieces of the concave majorant of $Y - W\Phi$).
+
+# %%
+import itertools
+from fractions import Fraction as F
+
+import numpy as np
+import sympy as sp
+
+from spectheory.exact import exact_row
+from spectheory.solvers.ot_dual import bound, solve_bound
+from spectheory.solvers.polymatroid import chord_density, plan
+from spectheory.verifiers.optimal import optimal
+
+# %% [markdown]
+# ## The tier rule's marginal (sympy)
+#
+# Two tiers $\{1, 2\}$ then $\{3\}$, $n = 2$ i.i.d. drafts on three tokens: enumerate the ordered
+# draft pairs symbolically and compare the pick probabilities with the chord formula.
+
+# %%
+q1, q2, q3 = sp.symbols("q1 q2 q3", positive=True)
+qs = {1: q1, 2: q2, 3: q3}
+tiers = [{1, 2}, {3}]
+pick = {1: 0, 2: 0, 3: 0}
+for d in itertools.product([1, 2, 3], repeat=2):
+    for tier in tiers:
+        hit = [x for x in d if x in tier]
+        if hit:
+            pick[hit[0]] += qs[d[0]] * qs[d[1]]
+            break
+total = q1 + q2 + q3
+phi = lambda s: 1 - (1 - s) ** 2  # noqa: E731  (here s = cumulative mass / total, q unnormalised)
+for i in (1, 2):
+    want = qs[i] * (phi((q1 + q2) / total) - phi(0)) / ((q1 + q2) / total) / total
+    assert sp.simplify(pick[i] / total**2 - want) == 0
+want3 = q3 * (phi(1) - phi((q1 + q2) / total)) / (q3 / total) / total
+assert sp.simplify(pick[3] / total**2 - want3) == 0
+print("tier rule marginal = q_i x chord slope of phi: verified symbolically")
+
+# %% [markdown]
+# ## Chord densities without cancellation
+#
+# With $R$ the draft mass at or after a node, $(\varphi(s_b)-\varphi(s_a))/(s_b-s_a) =
+# (R_a^n - R_b^n)/(R_a - R_b) = \sum_j R_a^{n-1-j} R_b^j$.
+
+# %%
+a, b = sp.symbols("a b", positive=True)
+for n in range(1, 7):
+    assert sp.simplify(sp.cancel((a**n - b**n) / (a - b)) - chord_density(a, b, n)) == 0
+print("chord_density == (a^n - b^n)/(a - b) for n = 1..6")
+
+# %% [markdown]
+# ## The dual conditions that make $y$ a base (exact, random rational instances)
+#
+# For $A \subseteq T$: $f(A) + p(T \setminus A) \ge f(T)$; for $B \subseteq H^*$:
+# $p(B) \le q(H^*)^n - q(H^*\setminus B)^n$. Both follow from the optimality of $H^*$; we check
+# them over all subsets, and $y(A) \le f(A)$ for every $A$.
+
+# %%
+rng = np.random.default_rng(0)
+
+
+def fractions(w):
+    w = [int(x) + 1 for x in w]
+    return np.array([F(x, sum(w)) for x in w], dtype=object)
+
+
+checked = 0
+for _ in range(40):
+    V, n = int(rng.integers(2, 6)), int(rng.integers(2, 4))
+    p, q = fractions(rng.integers(0, 6, V)), fractions(rng.integers(0, 6, V))
+    pl = plan(p, q, n)
+    for r in range(V + 1):
+        for A in itertools.combinations(range(V), r):
+            fA = 1 - (1 - sum((q[i] for i in A), F(0))) ** n
+            assert sum((pl.y[i] for i in A), F(0)) <= fA  # y in the polymatroid
+            checked += 1
+    assert sum(pl.y) == 1  # a base: y(V) = f(V)
+    assert pl.alpha == solve_bound(p, q, n, method="enumerate").exact_value
+print(f"y in P(f) on {checked} subsets; y(V) = 1; sum min(p, y) = alpha* exactly")
+
+# %% [markdown]
+# ## The verifier's exact law (coins protocol, Fractions)
+#
+# Every draft tuple and every coin enumerated: output law $= p$ exactly, acceptance $= \alpha^*$
+# exactly (docs/theory.md §8.1, instance A: $89/100$ for $n = 2$).
+
+# %%
+p = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+q = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+law, acc = exact_row(optimal, p, q, 2, "iid")
+assert list(law) == list(p) and acc == F(89, 100)
+for n in (3, 4):
+    law, acc = exact_row(optimal, p, q, n, "iid")
+    assert list(law) == list(p) and acc == solve_bound(p, q, n, method="maxflow").exact_value
+    print(n, acc)
+
+# %% [markdown]
+# ## At full vocabulary
+#
+# The plan's acceptance against `bound` on a peaked row with $V = 49{,}152$.
+
+# %%
+z = 3.0 * rng.standard_normal(49_152)
+pf = np.exp(z - z.max())
+pf /= pf.sum()
+zq = z + rng.standard_normal(z.shape)
+qf = np.exp(zq - zq.max())
+qf /= qf.sum()
+for n in (2, 4, 8):
+    gap = abs(plan(pf, qf, n).alpha - bound(pf, qf, n))
+    assert gap < 1e-12
+    print(n, bound(pf, qf, n), gap)
+
+# %% [markdown]
+# ## Without replacement: what breaks
+#
+# Tier rules need "the first draft of a tier, given that the earlier tiers were missed" to be
+# $\propto q$. Without replacement this fails beyond the first tier: for $n = 2$, three tokens,
+# tiers $\{1\}$ then $\{2, 3\}$, the drafts miss token 1 only as $(2, 3)$ or $(3, 2)$, so token
+# $i \in \{2, 3\}$ is picked with probability $q_i q_j / (1 - q_i)$: per unit of $q_i$ this is
+# $q_j/(1 - q_i)$, which differs between the two tokens unless $q_2 = q_3$.
+# The coverage polymatroid and the bound are unchanged, but its bases need another family of
+# selection rules; `optimal` is registered for i.i.d. (and greedy, through Hu et al.'s verifier).
+
+# %%
+def wor_pick(qv):
+    out = {}
+    for i in (1, 2):
+        out[i] = sum(
+            qv[a] * qv[b] / (1 - qv[a])
+            for a, b in itertools.permutations(range(3), 2)
+            if 0 not in (a, b) and next(x for x in (a, b) if x in (1, 2)) == i
+        )
+    return out
+
+
+qv = [F(1, 2), F(1, 3), F(1, 6)]
+picks = wor_pick(qv)
+assert picks[1] / qv[1] != picks[2] / qv[2]
+print("without replacement, second tier:", picks[1] / qv[1], "!=", picks[2] / qv[2])
