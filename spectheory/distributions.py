@@ -10,6 +10,7 @@ everywhere, so the result is a deterministic function of the logits.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -84,7 +85,11 @@ def _check_logits(logits, name):
 def _check_settings(temperature, top_k, top_p, vocab):
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise InvalidParameterError(f"temperature must be a real number >= 0; got {temperature!r}")
-    if not np.isfinite(temperature) or temperature < 0:
+    try:  # a huge Python int (10**400) does not fit a float; numpy's isfinite raises TypeError
+        finite = math.isfinite(float(temperature))
+    except OverflowError:
+        finite = False
+    if not finite or temperature < 0:
         raise InvalidParameterError(f"temperature must be finite and >= 0; got {temperature!r}")
     if top_k is not None:
         if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or top_k < 1:

@@ -178,8 +178,8 @@ class ProcessLogits(Case):
             z = [d.choice([-INF, -1e308, -3.0, 0.0, 2.5, 1e308]) for _ in range(V)]
             if all(v == -INF for v in z):
                 z[0] = 0.0
-        t = d.choice(BAD_SCALARS) if bad["temperature"] else d.choice(
-            [0, 1e-310, 5e-324, 0.01, 1.0, 1e300])
+        t = d.choice([v for v in BAD_SCALARS if v != 10**30] + [10**400]) if bad[
+            "temperature"] else d.choice([0, 1e-310, 5e-324, 0.01, 1.0, 1e300, 10**30])
         k = d.choice([0, -1, 1.5, True, "2"]) if bad["top_k"] else d.choice([None, 1, 2, 10**30])
         tp = d.choice([0.0, 1.5, NAN, True, "x"]) if bad["top_p"] else d.choice(
             [None, 1e-300, 0.5, 1.0])

@@ -154,3 +154,11 @@ def test_issue22_softmax_axis():
     for axis in (2, -3, True, "0", 0.5):
         with pytest.raises(stt.InvalidParameterError, match="axis"):
             stt.softmax(z, axis=axis)
+
+
+def test_issue22_temperature_as_a_huge_python_int():
+    # 10**30 (a Python int) made np.isfinite raise TypeError; it is a valid temperature.
+    out = stt.process_logits([0.0, 1.0], temperature=10**30)
+    np.testing.assert_allclose(out, [0.5, 0.5], rtol=1e-15)
+    with pytest.raises(stt.InvalidParameterError, match="temperature must be finite"):
+        stt.process_logits([0.0, 1.0], temperature=10**400)
