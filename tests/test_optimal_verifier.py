@@ -206,3 +206,24 @@ def test_independent_cvxpy_model_agrees(V, D, n):
     # HiGHS' primal/dual feasibility tolerance is 1e-7 relative; observed gaps are ~1e-14.
     np.testing.assert_allclose(alpha_cvxpy(p, counts, n), plan(p, q, n).alpha, rtol=0, atol=1e-9)
     np.testing.assert_allclose(plan(p, q, n).alpha, bound(p, q, n), rtol=0, atol=1e-12)
+
+
+def test_check_lossless_at_full_vocabulary():
+    """spectheory.check_lossless on peaked random rows at V = 49,152 (no recorded trace used).
+
+    Row: logits ~ 3 N(0, 1) (a few tokens carry most mass, as real next-token
+    rows), the draft's logits perturbed by N(0, 1).  False-alarm rate 1e-6.
+    """
+    from spectheory.sim.check import check_lossless
+
+    rng = np.random.default_rng(17)
+    V = 49_152
+    logits = rng.standard_normal((1, V)) * 3.0
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ql = logits + rng.standard_normal((2, V))
+    q = np.exp(ql - ql.max(axis=1, keepdims=True))
+    q /= q.sum(axis=1, keepdims=True)
+    report = check_lossless(optimal, p, q, n=4, sampling="iid", trials=3000, rng=1)
+    assert not report.lossy and not report.exceeds_bound
+    np.testing.assert_allclose(report.bound, bound(p, q, 4).mean(), rtol=0, atol=1e-12)
