@@ -214,6 +214,8 @@ def test_bonferroni_and_holm_closed_formula():
     np.testing.assert_allclose(np.sort(adj), ref_sorted, rtol=1e-12)
     np.testing.assert_allclose(adj, [0.08, 0.005, 0.3, 0.048, 0.06], rtol=1e-12)
     assert adj.min() == pytest.approx(S.bonferroni(p), rel=1e-12)
+    # the running maximum: 2 * 0.011 = 0.022 < 3 * 0.01 = 0.03, so the second is raised to 0.03
+    np.testing.assert_allclose(S.holm([0.011, 0.01, 0.5]), [0.03, 0.03, 0.5], rtol=1e-12)
 
 
 def test_holm_controls_the_family_wise_rate_exactly_on_small_families():
