@@ -53,11 +53,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import SolverError
+from ._polymatroid_kernels import PERMANENT, plan_core
 
-__all__ = ["OptimalPlan", "alpha_cvxpy", "chord_density", "plan", "plan_python"]
+__all__ = ["PERMANENT", "OptimalPlan", "alpha_cvxpy", "chord_density", "plan", "plan_python", "plan_row"]
 
-#: Rank of a boundary that is a tier boundary in every component (segment ends).
-PERMANENT = np.iinfo(np.int64).max
 
 
 @dataclass(frozen=True)
@@ -302,10 +301,16 @@ def plan(p, q, n):
     """
     if p.dtype == object:
         return plan_python(p, q, n)
-    from ..sim._optimal_kernel import plan_row
-
     return plan_row(np.ascontiguousarray(p, dtype=np.float64),
                     np.ascontiguousarray(q, dtype=np.float64), n)
+
+
+def plan_row(p, q, n):
+    """The float64 plan of one row, by the numba kernel (:func:`plan` for float input)."""
+    order, nT, pos, rank, w_top, w_h, y, excess, alpha = plan_core(p, q, int(n))
+    total = excess.sum()  # numpy's sum, as the reference's residual
+    resid = excess / total if total > 0 else p.copy()
+    return OptimalPlan(order, int(nT), pos, rank, w_top, w_h, y, resid, float(alpha))
 
 
 def alpha_cvxpy(p, counts, n, *, solver="HIGHS"):
