@@ -100,7 +100,7 @@ def test_bad_input_raises():
 
 
 def test_numba_plan_matches_python_plan_and_replay_identity():
-    from spectheory.sim._optimal_kernel import plan_row, run_optimal  # plan_row re-exported
+    from spectheory.sim._optimal_kernel import plan_row, run_optimal
 
     rng = np.random.default_rng(5)
     for trial in range(60):
