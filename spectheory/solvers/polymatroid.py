@@ -55,7 +55,15 @@ import numpy as np
 from .._errors import SolverError
 from ._polymatroid_kernels import PERMANENT, plan_core
 
-__all__ = ["PERMANENT", "OptimalPlan", "alpha_cvxpy", "chord_density", "plan", "plan_python", "plan_row"]
+__all__ = [
+    "PERMANENT",
+    "OptimalPlan",
+    "alpha_cvxpy",
+    "chord_density",
+    "plan",
+    "plan_python",
+    "plan_row",
+]
 
 
 
