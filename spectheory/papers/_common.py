@@ -3,7 +3,8 @@
 A reproduction writes its tables as CSV and its figures as PNG into one
 folder and returns a :class:`PaperResult`: the tables, the files and a list
 of :class:`Check` records, each comparing a published number or claim (or a
-test vector of docs/theory.md) with ours under a stated tolerance or direction.
+test vector of docs/theory.md) with ours under a stated tolerance or direction,
+and saying which of the three it is (:data:`CHECK_KINDS`).
 
 Figures are drawn on :class:`matplotlib.figure.Figure` objects and saved
 through the Agg canvas, without ``pyplot``: no global backend switch, no
@@ -24,6 +25,7 @@ from .._errors import InvalidParameterError, MissingDependencyError
 
 __all__ = [
     "CHECK_COLUMNS",
+    "CHECK_KINDS",
     "QUICK_PROMPTS",
     "Check",
     "Paper",
@@ -37,8 +39,18 @@ __all__ = [
 
 #: Columns of ``checks.csv``.
 CHECK_COLUMNS = (
-    "name", "source", "reference", "ours", "criterion", "passed", "required",
+    "name", "kind", "source", "reference", "ours", "criterion", "passed", "required",
 )  # fmt: skip
+
+#: What a check compares, by kind:
+#: ``published``: a number or claim printed in the paper (``source`` names the table, figure,
+#: theorem or page);
+#: ``derived``: a value derived from the paper's formulas or data in this repository
+#: (``source`` names the docs/theory.md section or the notebook);
+#: ``internal``: the package against itself (two solvers, two methods); never required,
+#: since agreement of two of our own codes says nothing about the paper (the test suite
+#: holds these).
+CHECK_KINDS = ("published", "derived", "internal")
 
 #: Prompts of the quick trace: one of each category of :data:`spectheory.lm.PROMPTS`
 #: (chat, code, math, summarisation, translation, reasoning).
@@ -53,6 +65,8 @@ class Check:
     ----------
     name : str
         What is compared.
+    kind : str
+        One of :data:`CHECK_KINDS`: ``published``, ``derived`` or ``internal``.
     source : str
         Where the reference comes from, with its provenance tag
         (``[paper]``, ``[derived]``, ``[unconfirmed]``, as in docs/theory.md).
@@ -67,7 +81,13 @@ class Check:
         False for comparisons that are reported but cannot fail the
         reproduction: unconfirmed second-hand claims, and published numbers
         measured in a setting that ours does not share (other models,
-        hardware).  The exit code and the tests look at required checks only.
+        hardware), and every ``internal`` check.  The exit code and the tests
+        look at required checks only.
+
+    Raises
+    ------
+    InvalidParameterError
+        For a kind outside :data:`CHECK_KINDS`, or an ``internal`` check marked required.
     """
 
     name: str
@@ -76,11 +96,25 @@ class Check:
     ours: str
     criterion: str
     passed: bool
-    required: bool = True
+    required: bool
+    kind: str
+
+    def __post_init__(self):
+        if self.kind not in CHECK_KINDS:
+            raise InvalidParameterError(
+                f"check kind must be one of {', '.join(CHECK_KINDS)}; got {self.kind!r} "
+                f"(check {self.name!r})"
+            )
+        if self.kind == "internal" and self.required:
+            raise InvalidParameterError(
+                f"an internal-consistency check cannot be required; got required=True for "
+                f"{self.name!r}"
+            )
 
     def row(self) -> dict:
         return {
             "name": self.name,
+            "kind": self.kind,
             "source": self.source,
             "reference": self.reference,
             "ours": self.ours,
@@ -143,7 +177,8 @@ class PaperResult:
             else:
                 mark = "info" if c.passed else "diff"
             lines.append(
-                f"  [{mark}] {c.name}: ours {c.ours} vs {c.reference} ({c.criterion}; {c.source})"
+                f"  [{mark}] {c.name}: ours {c.ours} vs {c.reference} "
+                f"({c.criterion}; {c.kind}: {c.source})"
             )
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
@@ -239,9 +274,11 @@ class Run:
             fig.savefig(tmp, format="png", dpi=110)
         self.files.append(path)
 
-    def check(self, name, source, reference, ours, criterion, passed, required=True):
-        """Record a :class:`Check` and return it."""
-        c = Check(name, source, str(reference), str(ours), criterion, bool(passed), required)
+    def check(self, name, source, reference, ours, criterion, passed, required=True, *, kind):
+        """Record a :class:`Check` of the given ``kind`` (:data:`CHECK_KINDS`) and return it."""
+        c = Check(
+            name, source, str(reference), str(ours), criterion, bool(passed), bool(required), kind
+        )
         self.checks.append(c)
         return c
 

@@ -72,6 +72,7 @@ def known_answers(run: Run) -> None:
             f"docs/theory.md §8.3: accepted tokens, {name}", "docs/theory.md §8.3 [derived]",
             expected,
             accepted, "exact equality", accepted == expected,
+            kind="derived",
         )  # fmt: skip
     run.table("known_answers", rows)
 
@@ -94,29 +95,34 @@ def markov_comparison(run: Run, models: int) -> list:
         "every chain/tree verifier is exactly lossless", "[paper] both papers; exact laws",
         "output law = target joint law", f"{sum(r['lossless'] for r in rows)}/{len(rows)} models",
         "exact equality on every model", all(r["lossless"] for r in rows),
+        kind="published",
     )  # fmt: skip
     ok = all(r["chain / block"] >= r["chain / token"] - 1e-15 for r in rows)
     run.check(
         "block verification >= token-level on every model", "[paper] 2403.10444 (claim)",
         "block >= token", f"{sum(r['chain / block'] >= r['chain / token'] for r in rows)}"
         f"/{len(rows)}", "on every model", ok,
+        kind="published",
     )  # fmt: skip
     same = all(abs(r["chain / traversal"] - r["chain / block"]) < 1e-15 for r in rows)
     run.check(
         "traversal on a chain equals block verification", "[derived] docs/theory.md §3.10",
         "equal tau", "equal" if same else "different", "on every model", same,
+        kind="derived",
     )  # fmt: skip
     gain_b = 100 * np.mean([r["chain / block"] / r["chain / token"] - 1 for r in rows])
     run.check(
         "block verification gain in block efficiency", "[unconfirmed] 2403.10444, gamma = 8",
         "+7-10 %", f"{gain_b:+.2f} % (gamma = 2, V = 3)", "reported only",
         7 <= gain_b <= 10, required=False,
+        kind="published",
     )  # fmt: skip
     gain_t = 100 * np.mean([r["tree / traversal"] / r["tree / rrs_wor"] - 1 for r in rows])
     run.check(
         "traversal gain over per-node RRS w/o replacement on trees", "[paper] 2505.12398",
         "acceptance length +2-5 %", f"{gain_t:+.2f} % (branching (2, 1), V = 3)",
         "reported only; direction", gain_t > 0, required=False,
+        kind="published",
     )  # fmt: skip
     return rows
 

@@ -27,8 +27,6 @@ References
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ..solvers.scaling import fit_log_linear, leviathan_capacity_data, spec_bench_tau
@@ -55,13 +53,12 @@ def spec_bench_rows(run: Run) -> list:
             )  # fmt: skip
     run.table("spec_bench", rows)
     sps = [r["tau"] for r in rows if r["method"] == "SpS"]
-    run.check(
-        "fixed draft, growing target: SpS tau falls from 7B to 13B to 33B",
-        "Spec-Bench leaderboard [paper]; docs/theory.md §6.2",
-        "2.28 > 2.19 > 2.01",
-        " > ".join(f"{t:.2f}" for t in sps),
-        "strictly decreasing",
-        all(a > b for a, b in itertools.pairwise(sps)),
+    # Published numbers only, nothing of ours: a note, not a check (it could not fail).
+    run.note(
+        "Spec-Bench leaderboard (docs/theory.md §6.3): with a fixed draft (vicuna-68m), SpS's "
+        "tau falls as the target grows from 7B to 13B to 33B ("
+        + " > ".join(f"{t:.2f}" for t in sps)
+        + "); tabulated in spec_bench.csv, not measured here."
     )
     return rows
 
@@ -163,6 +160,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
             fit.slope_ci[1] >= PUBLISHED_SLOPE_RANGE[0]
             and fit.slope_ci[0] <= PUBLISHED_SLOPE_RANGE[1],
             required=False,
+            kind="published",
         )
         run.check(
             f"log-linear form of the capacity law (T = {T:g})",
@@ -172,6 +170,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
             "R^2 >= 0.9 (reported only)",
             fit.r_squared >= 0.9,
             required=False,
+            kind="published",
         )
     mono = all(
         np.all(np.diff(law.profile.acceptance[m]) > -0.02)
@@ -185,6 +184,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "no drop larger than 0.02 between consecutive exits (reported only)",
         mono,
         required=False,
+        kind="published",
     )
     run.table("fits", fit_rows)
     with run.figure("capacity", ncols=2) as (_fig, axes):
@@ -217,7 +217,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "untrained exits), so 'capacity' is depth at a fixed width and the tied 28M embedding is "
         "shared by every draft; published laws vary separately trained drafts (T5, LaMDA; "
         "Scylla: pretraining tokens, layers, batch size). Scylla's coefficients are unconfirmed "
-        "(docs/theory.md §6.1), so only the qualitative log-linear form is compared. Trained adapters "
-        "(spectheory.lm.draft_scaling) are not used yet."
+        "(docs/theory.md §6.1), so only the qualitative log-linear form is compared. Trained "
+        "adapters (spectheory.lm.draft_scaling) are not used yet."
     )
     return run.result()

@@ -34,7 +34,7 @@ import numpy as np
 from ..solvers.specdecpp import evaluate_threshold_policy, solve_specdecpp
 from ._common import Run, close_to, cost_ratio, get_model, get_trace
 
-__all__ = ["MDP_CASES", "PUBLISHED_GAINS", "reproduce"]
+__all__ = ["MDP_CASES", "PUBLISHED_GAINS", "PUBLISHED_GAIN_PERCENT", "reproduce"]
 
 #: docs/theory.md §8.7 [derived]: c = 0.2, K_max = 25.  Per case: E[a], S*, lambda*, threshold
 #: interval (lo, hi), myopic "continue iff P > x", best fixed gamma and its speedup.
@@ -64,6 +64,11 @@ MDP_CASES = {
 #: SpecDec++ abstract / README [paper]: speedup of SpecDec++ and of the best fixed length
 #: (llama-2-chat 7B -> 70B, 2x A100): {dataset: (specdec++, best fixed)}.
 PUBLISHED_GAINS = {"Alpaca": (2.04, 1.90), "HumanEval": (2.23, 2.00), "GSM8K": (2.26, 2.07)}
+
+#: SpecDec++ abstract [paper], docs/theory.md §5.7: the gains over the best fixed length in
+#: percent, as printed.  They come from unrounded speeds: recomputing them from the rounded
+#: speeds above gives +7.4% / +11.5% / +9.2%, which are not the paper's numbers.
+PUBLISHED_GAIN_PERCENT = {"Alpaca": "7.2", "HumanEval": "11.1", "GSM8K": "9.4"}
 
 C_MDP = 0.2
 K_MAX = 25
@@ -104,10 +109,9 @@ def mdp_checks(run: Run) -> list:
                 "states": r.n_states,
             }
         )
+        # E[a] is a property of the law and lambda* = 1 / S*: neither is checked on its own.
         pairs = [
-            ("E[a]", mean, case["mean"]),
             ("S*", r.speedup, case["speedup"]),
-            ("lambda*", r.average_cost, case["lambda"]),
             ("threshold interval lo", lo, case["interval"][0]),
             ("threshold interval hi", hi, case["interval"][1]),
             ("myopic: continue iff P >", myopic_P, case["myopic_P"]),
@@ -121,6 +125,7 @@ def mdp_checks(run: Run) -> list:
                 f"{ours:.5f}",
                 "half a unit of the last digit",
                 close_to(ours, float(ref), _half_unit(ref)),
+                kind="derived",
             )
         run.check(
             f"{name} law: best fixed gamma",
@@ -129,6 +134,7 @@ def mdp_checks(run: Run) -> list:
             r.fixed_gamma,
             "exact",
             r.fixed_gamma == case["fixed_gamma"],
+            kind="derived",
         )
         run.check(
             f"{name} law: Dinkelbach = semi-Markov LP",
@@ -137,14 +143,17 @@ def mdp_checks(run: Run) -> list:
             f"{r.speedup:.12f}",
             "|diff| <= 1e-9",
             close_to(r.speedup, lp.speedup, 1e-9),
+            required=False,
+            kind="internal",
         )
         run.check(
             f"{name} law: the optimal policy is a threshold in P(some rejection)",
-            "SpecDec++ Theorem 3.1 [paper]",
+            "SpecDec++ Theorem 3.1 [paper]; docs/theory.md §5.3",
             "stop iff P(rejection) >= h is optimal",
             f"interval ({lo:.4f}, {hi:.4f}]",
             "non-empty interval of thresholds",
             r.is_threshold,
+            kind="published",
         )
         for h in np.linspace(0.05, 0.95, 19 if run.quick else 91):
             sweep.append(
@@ -162,19 +171,22 @@ def mdp_checks(run: Run) -> list:
             f"best on the grid {best_sweep:.6f}",
             "grid best <= S* + 1e-12",
             best_sweep <= r.speedup + 1e-12,
+            kind="derived",
         )
     run.table("mdp", rows)
     run.table("threshold_sweep", sweep)
     gains = [r["adaptive_gain"] for r in rows]
-    pub = [a / b - 1 for a, b in PUBLISHED_GAINS.values()]
+    pub = [float(v) for v in PUBLISHED_GAIN_PERCENT.values()]
     run.check(
         "adaptive gain over the best fixed length",
-        "SpecDec++ [paper: +7.2% / +11.1% / +9.4%, Alpaca / HumanEval / GSM8K, 7B->70B on A100]",
-        f"+{100 * min(pub):.1f}% .. +{100 * max(pub):.1f}%",
-        ", ".join(f"+{100 * g:.1f}%" for g in gains) + " (model laws, c = 0.2)",
-        "same order (positive, below +25%); settings differ, reported only",
-        all(0 < g < 0.25 for g in gains),
+        "SpecDec++ abstract [paper], docs/theory.md §5.7 (Alpaca / HumanEval / GSM8K, "
+        "llama-2-chat 7B -> 70B on 2x A100)",
+        " / ".join(f"+{v}%" for v in PUBLISHED_GAIN_PERCENT.values()),
+        ", ".join(f"+{100 * g:.1f}%" for g in gains) + " (the two model laws, c = 0.2)",
+        "inside the published range; settings differ, reported only",
+        all(min(pub) <= 100 * g <= max(pub) for g in gains),
         required=False,
+        kind="published",
     )
     with run.figure("threshold_sweep") as (_fig, ax):
         for row in rows:
@@ -191,12 +203,47 @@ def mdp_checks(run: Run) -> list:
     return rows
 
 
+#: Fixed lengths searched for the best fixed policy; 0 is plain decoding with the target.
+FIXED_GAMMAS = range(0, 13)
+
+
+def best_fixed_gamma(beta, c, gammas=FIXED_GAMMAS) -> int:
+    """The fixed length with the highest exact renewal speedup on ``beta`` (ties: shortest).
+
+    ``beta`` are the training prompts' per-position acceptances; the length is
+    then evaluated on held-out prompts, like the thresholds.
+
+    Examples
+    --------
+    >>> best_fixed_gamma([np.full(40, 0.9)], 0.05) > 0
+    True
+    >>> best_fixed_gamma([np.full(40, 0.1)], 0.9)
+    0
+    """
+    from ..sim.draft_length import Fixed, simulate_policy
+
+    speed = [simulate_policy(beta, Fixed(int(g)), c).speedup for g in gammas]
+    return int(list(gammas)[int(np.argmax(speed))])
+
+
 def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float = 1.0) -> list:
-    """Fixed, heuristic, oracle threshold and head threshold on the real model."""
+    """Fixed, heuristic, oracle threshold and head threshold on the real model.
+
+    Every tuned quantity is chosen on the training prompts and evaluated on the
+    held-out ones: the oracle's and the head's thresholds, and the best fixed
+    length, searched over :data:`FIXED_GAMMAS` (``gamma = 0``, plain decoding,
+    included: at a high cost ratio drafting does not pay).
+    """
     import torch
 
     from ..lm import acchead as ah
-    from ..sim.draft_length import Threshold, compare_policies, oracle_threshold, simulate_policy
+    from ..sim.draft_length import (
+        Fixed,
+        Threshold,
+        compare_policies,
+        oracle_threshold,
+        simulate_policy,
+    )
 
     epochs = 10
     c_meas = cost_ratio(loaded, layer, run.quick).c
@@ -219,9 +266,11 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
             return simulate_policy(b_tr, Threshold(float(h), tuple(p_tr)), c).speedup
 
         h_head = float(max(grid, key=head_speedup))
+        gamma_tr = best_fixed_gamma(b_tr, c)
         res = compare_policies(
             b_te, c, oracle_h=oracle_threshold(b_tr, c), predicted=p_te, head_h=h_head
         )
+        res["best_fixed"] = simulate_policy(b_te, Fixed(gamma_tr), c)
         for key in ("best_fixed", "heuristic", "oracle", "head"):
             r = res[key]
             rows.append(
@@ -230,6 +279,7 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
                     "c_is_measured": c == c_meas,
                     "policy_kind": key,
                     "policy": r.policy,
+                    "tuned_on": "training prompts" if key != "heuristic" else "-",
                     "speedup": r.speedup,
                     "discard_rate": r.discard_rate,
                     "verify_rate": r.verify_rate,
@@ -256,12 +306,14 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
     at = {r["policy_kind"]: r["speedup"] for r in rows if r["c"] == 0.2}
     run.check(
         "on the real trace at c = 0.2: oracle threshold policy vs best fixed length",
-        "SpecDec++ [paper: the adaptive policy beats the best fixed length]",
+        "SpecDec++ abstract [paper: the adaptive policy beats the best fixed length]",
         "oracle >= best fixed",
         f"oracle {at['oracle']:.3f}, head {at['head']:.3f}, best fixed {at['best_fixed']:.3f}",
-        "oracle >= best fixed (held-out prompts; reported only)",
+        "oracle >= best fixed (both tuned on training prompts, evaluated on held-out ones, "
+        "gamma = 0 included; reported only)",
         at["oracle"] >= at["best_fixed"],
         required=False,
+        kind="published",
     )
     run.note(
         "Real-model setting: SmolLM2-135M-Instruct with its exit:25 early-exit draft on "

@@ -87,7 +87,8 @@ def iid_optimum(p, q, n) -> float:
     return float(1.0 + np.min(P - np.minimum(S, 1.0) ** n))
 
 
-def _ratio(p, q, n, verifier=kseq_acceptance):
+def _ratio(p, q, n, verifier=None):
+    verifier = kseq_acceptance if verifier is None else verifier  # looked up at call time
     return float(verifier(p, q, n)) / iid_optimum(p, q, n)
 
 
@@ -104,6 +105,7 @@ def known_answer_checks(run: Run) -> list:
             f"{ours:.7f}",
             "half a unit of the last digit",
             close_to(ours, float(ref), tol),
+            kind="derived",
         )
     run.table("known_answers", rows)
     return rows
@@ -173,16 +175,21 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
         f"max |diff| = {dev:.2e}",
         "<= 1e-12",
         dev <= 1e-12,
+        required=False,
+        kind="internal",
     )
     ks = [r for r in rows if r["verifier"] == "kseq"]
     worst = min(ks, key=lambda r: r["min_ratio"])
     run.check(
         "K-SEQ / optimum over the worst-case search, every n",
-        "SpecTr [paper: alpha_KSEQ >= (1 - 1/e) alpha*]",
+        "SpecTr [paper: the (1 - 1/e) approximation guarantee of K-SEQ, abstract]",
         f">= 1 - 1/e = {GUARANTEE:.4f}",
         f"min {worst['min_ratio']:.4f} (n = {worst['n']}, p = {worst['p']}, q = {worst['q']})",
-        "every ratio >= 1 - 1/e",
+        "every ratio >= 1 - 1/e (reported only: the minima lie far above 0.632, so this "
+        "cannot tell a right K-SEQ from a wrong one; the search-minimum check below can)",
         all(r["min_ratio"] >= GUARANTEE for r in ks),
+        required=False,
+        kind="published",
     )
     run.check(
         "K-SEQ / optimum >= 1 - (1 - 1/n)^n, every n of the search",
@@ -192,6 +199,7 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
         "every ratio >= its constant",
         all(r["min_ratio"] >= r["per_n_constant"] for r in ks),
         required=False,
+        kind="published",
     )
     comparable = [r for r in ks if r["n"] in SEARCH_MINIMA]
     if comparable:
@@ -200,9 +208,10 @@ def worst_case_search(run: Run, ns, samples: int, refine: int, seed: int = 0) ->
             "docs/theory.md §3.3 [derived]",
             ", ".join(f"n={n}: {v}" for n, v in SEARCH_MINIMA.items()),
             ", ".join(f"n={r['n']}: {r['min_ratio']:.3f}" for r in comparable),
-            "ours <= theirs + 0.01 (a search at least as deep); depends on the search",
-            all(r["min_ratio"] <= SEARCH_MINIMA[r["n"]] + 0.01 for r in comparable),
-            required=False,
+            "1 - 1/e <= ours <= theirs + 0.01 for every n: a K-SEQ accepting too much (no "
+            "instance found near theirs) or too little (below the guarantee) crosses it",
+            all(GUARANTEE <= r["min_ratio"] <= SEARCH_MINIMA[r["n"]] + 0.01 for r in comparable),
+            kind="derived",
         )
     return rows
 
@@ -248,12 +257,15 @@ def trace_ratios(run: Run, trace, ns, temperatures) -> list:
     worst = min(summary, key=lambda r: r["kseq_over_star_min"])
     run.check(
         f"K-SEQ / optimum at every trace position ({len(rows)} position-configurations)",
-        "SpecTr [paper: alpha_KSEQ >= (1 - 1/e) alpha*]",
+        "SpecTr [paper: the (1 - 1/e) approximation guarantee of K-SEQ, abstract]",
         f">= {GUARANTEE:.4f}",
         f"min {worst['kseq_over_star_min']:.4f} ({worst['draft']}, T = {worst['temperature']}, "
         f"n = {worst['n']}, position {worst['worst_position']})",
-        "every ratio >= 1 - 1/e",
+        "every ratio >= 1 - 1/e (reported only: the ratios lie far above 0.632; the known "
+        "answers and the search minimum are the checks that a wrong K-SEQ fails)",
         worst["kseq_over_star_min"] >= GUARANTEE,
+        required=False,
+        kind="published",
     )
     n1 = [r for r in summary if r["n"] == 1]
     if n1:
@@ -265,6 +277,7 @@ def trace_ratios(run: Run, trace, ns, temperatures) -> list:
             f"max |ratio - 1| = {dev:.2e}",
             "<= 1e-9",
             dev <= 1e-9,
+            kind="derived",
         )
     excess = max(r["max_excess_over_star"] for r in summary)
     run.check(
@@ -274,6 +287,7 @@ def trace_ratios(run: Run, trace, ns, temperatures) -> list:
         f"max excess {excess:.2e}",
         "<= 1e-9",
         excess <= 1e-9,
+        kind="derived",
     )
     with run.figure("ratio_vs_n", ncols=2) as (_fig, axes):
         for ax, key in ((axes[0], "ratio"), (axes[1], "mean")):

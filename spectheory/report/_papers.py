@@ -6,7 +6,7 @@ from ._core import ReportContext
 
 __all__ = ["section_papers"]
 
-_CHECK_COLUMNS = ["name", "reference", "ours", "criterion", "source", "required", "passed"]
+_CHECK_COLUMNS = ["name", "kind", "reference", "ours", "criterion", "source", "required", "passed"]
 
 
 def section_papers(ctx: ReportContext, page) -> None:
@@ -22,7 +22,10 @@ def section_papers(ctx: ReportContext, page) -> None:
     page.paragraph(
         "Each reproduction compares published numbers or claims (docs/theory.md §9) with ours. "
         "Required checks decide the verdict; checks marked `required = no` are reported only: "
-        "unconfirmed second-hand claims, or numbers measured on other models and hardware. "
+        "unconfirmed second-hand claims, numbers measured on other models and hardware, and "
+        "`internal` checks (the package against itself). `kind` says what is compared: "
+        "`published` (a number or claim printed in the paper), `derived` (a value derived in "
+        "docs/theory.md from the paper's formulas or data) or `internal`. "
         "Each runs its quick grid on this report's trace; `spectheory reproduce NAME` runs the "
         "full grid. Files: `papers/NAME/` beside this report."
     )
