@@ -189,3 +189,17 @@ def test_cuda_equals_cpu():
         cpu = bound(torch.tensor(p), torch.tensor(q), n, sampling)
         gpu = bound(torch.tensor(p).cuda(), torch.tensor(q).cuda(), n, sampling).cpu()
         np.testing.assert_allclose(gpu.numpy(), cpu.numpy(), rtol=0, atol=1e-11)
+
+
+def test_readme_example_runs():
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("## Training drafts for acceptance", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope = {}
+    exec(code, scope)
+    assert scope["alpha"].shape == (8,)
+    assert scope["z"].grad.shape == (8, 1000)
+    assert torch.isfinite(scope["z"].grad).all()
