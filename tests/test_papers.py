@@ -251,6 +251,10 @@ def test_cli_list(capsys):
     out = capsys.readouterr().out
     for name, paper in PAPERS.items():
         assert name in out and paper.arxiv in out
+    # Block verification is exact arithmetic on synthetic models: neither model nor trace.
+    line = next(x for x in out.splitlines() if x.startswith("blockverify"))
+    assert "[exact, no model]" in line and "trace" not in line.split("]")[0]
+    assert {p.setting for p in PAPERS.values()} == {"real model", "trace only", "exact, no model"}
 
 
 @pytest.mark.parametrize("argv", [["nosuch"], []])

@@ -76,6 +76,7 @@ def test_report_quick_on_the_real_model(smol, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     verdicts = summary["lossless"]["verdicts"]
     assert verdicts["rrs"] == "consistent with lossless" and verdicts["typical"] == "lossy"
+    assert f"({smol.num_layers} layers, V = " in summary["setup"]["model"]  # not "? layers"
     assert all(v == "lossy" for k, v in verdicts.items() if k.startswith("bug:"))
     html = res.html.read_text()
     assert "Losslessness of every verifier" in html and "FAIL" not in html
@@ -99,3 +100,66 @@ def test_atomic_writes_get_the_usual_mode_under_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644  # not mkstemp's private 0600
+
+
+def _planted_replay(trace=None, **kwargs):
+    """A replay table where the draft's support has 2 tokens only on positions 0..11.
+
+    i.i.d. is replayed everywhere: alpha* = 0.2 on positions 0..11 and 0.9 on 12..23;
+    without replacement (n = 2) only on 0..11, where it beats i.i.d. by 0.01 position by
+    position.  Averaged over their own positions it would read 0.21 against 0.55.
+    """
+    rows = []
+    for n in (1, 2):
+        for law in ("iid", "without_replacement"):
+            for i in range(24):
+                if law != "iid" and n == 2 and i >= 12:
+                    continue
+                b = (0.2 if i < 12 else 0.9) + (0.01 if law != "iid" and n == 2 else 0.0)
+                rows.append({
+                    "position": i, "prompt_id": 0, "step": i, "draft": "ngram:2",
+                    "temperature": 1.0, "n": n, "sampling": law, "verifier": "rrs",
+                    "lossless": True, "bound": b, "exact": b - 0.05, "mc": b - 0.05,
+                    "mc_low": 0.0, "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "pit_mean": 0.5,
+                })  # fmt: skip
+    return rows
+
+
+def test_report_compares_draft_laws_on_the_same_positions(tmp_path, monkeypatch):
+    import csv
+    from types import SimpleNamespace
+
+    import spectheory.sim.replay as replay_mod
+    from spectheory.report._core import (
+        ReportContext,
+        common_positions,
+        section_bounds_and_verifiers,
+    )
+
+    monkeypatch.setattr(replay_mod, "replay", _planted_replay)
+    monkeypatch.setattr(replay_mod, "REPLAY_VERIFIERS", ("rrs",))
+    trace = SimpleNamespace(num_positions=24, drafts=("ngram:2",))
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False, trace=trace)
+    page = Page("t")
+    section_bounds_and_verifiers(ctx, page)
+    with open(tmp_path / "verifiers_summary.csv", newline="") as fh:
+        rows = {(int(r["n"]), r["draft law"]): r for r in csv.DictReader(fh)}
+    iid, wor = rows[(2, "iid")], rows[(2, "without_replacement")]
+    # On the 12 common positions: without replacement above i.i.d., as the theory requires.
+    assert int(iid["positions"]) == int(wor["positions"]) == 12
+    assert int(iid["positions left out"]) == 12
+    np.testing.assert_allclose(float(iid["bound"]), 0.2, rtol=1e-12)
+    np.testing.assert_allclose(float(wor["bound"]), 0.21, rtol=1e-12)
+    assert int(rows[(1, "iid")]["positions"]) == 24  # n = 1: every position counts
+    assert ctx.summary["verifiers"]["positions_compared"]["ngram:2/T=1/n=2"] == 12
+    assert "ngram:2, T = 1, n = 2: 12 of 24" in page.write(tmp_path / "r.html").read_text()
+    assert sorted(common_positions(_planted_replay())[("ngram:2", 1.0, 2)]) == list(range(12))
+
+
+def test_setup_states_the_layer_count():
+    from types import SimpleNamespace
+
+    from spectheory.report._core import _layers
+
+    assert _layers(SimpleNamespace(metadata={"model": {"num_layers": 30}})) == "30 layers"
+    assert "?" not in _layers(SimpleNamespace(metadata={}))

@@ -49,8 +49,7 @@ def run(args) -> int:
     if args.list:
         width = max(map(len, PAPERS))
         for name, paper in PAPERS.items():
-            model = "real model" if paper.needs_model else "trace only"
-            print(f"{name:<{width}}  arXiv {paper.arxiv:<12} [{model}]  {paper.title}")
+            print(f"{name:<{width}}  arXiv {paper.arxiv:<12} [{paper.setting}]  {paper.title}")
             print(f"{'':<{width}}  {paper.regenerates}")
         return ExitCode.OK
     if not args.paper:

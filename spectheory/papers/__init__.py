@@ -85,8 +85,10 @@ _ENTRIES.append(
         "2403.10444, 2505.12398",
         blockverify.reproduce,
         "docs/theory.md §8.3 (10/9 vs 11/9) and exact block efficiencies of token-level, block and "
-        "traversal verification on chains and trees of random Markov models",
+        "traversal verification on chains and trees of random Markov models (exact rational "
+        "arithmetic; no model, no trace)",
         needs_model=False,
+        uses_trace=False,
     )
 )
 

@@ -203,6 +203,9 @@ class Paper:
         What the reproduction writes.
     needs_model : bool
         Whether it runs the real model (not only its recorded trace).
+    uses_trace : bool
+        Whether it reads the real model's trace at all; False for reproductions
+        that are exact computations on small synthetic instances only.
     """
 
     name: str
@@ -211,6 +214,14 @@ class Paper:
     reproduce: Callable
     regenerates: str
     needs_model: bool
+    uses_trace: bool = True
+
+    @property
+    def setting(self) -> str:
+        """``real model``, ``trace only`` or ``exact, no model``: what the reproduction runs."""
+        if self.needs_model:
+            return "real model"
+        return "trace only" if self.uses_trace else "exact, no model"
 
 
 def close_to(ours, reference, tol) -> bool:

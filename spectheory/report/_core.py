@@ -18,6 +18,7 @@ from .._files import write_csv
 
 __all__ = [
     "ReportContext",
+    "common_positions",
     "informative_rows",
     "resolve_verifier",
     "section_lossless",
@@ -146,8 +147,7 @@ def section_setup(ctx: ReportContext, page) -> None:
         {"item": "numpy / scipy / numba", "value": f"{np.__version__} / {scipy.__version__} / "
          f"{numba.__version__}"},
         {"item": "machine", "value": f"{platform.machine()}, {_cores()} cores"},
-        {"item": "model", "value": f"{s.model} ({tr.metadata.get('num_layers', '?')} layers, "
-         f"V = {tr.vocab_size})"},
+        {"item": "model", "value": f"{s.model} ({_layers(tr)}, V = {tr.vocab_size})"},
         {"item": "drafts", "value": ", ".join(tr.drafts)},
         {"item": "prompts x tokens", "value": f"{len(s.prompts)} x {s.max_new_tokens} "
          f"({tr.num_positions} positions)"},
@@ -163,6 +163,45 @@ def section_setup(ctx: ReportContext, page) -> None:
     )
     page.table(rows, ["item", "value"])
     ctx.summary["setup"] = {r["item"]: r["value"] for r in rows}
+
+
+def _layers(trace) -> str:
+    """``"30 layers"`` from the trace's recorded model metadata, or says that it is missing."""
+    layers = (trace.metadata.get("model") or {}).get("num_layers")
+    return f"{layers} layers" if layers else "layer count not recorded in the trace"
+
+
+def common_positions(table) -> dict:
+    """Positions replayed under every draft law, per ``(draft, temperature, n)``.
+
+    Without replacement (and greedy) are defined only where the draft's support
+    has enough tokens, so a replay has fewer positions for them than for i.i.d.;
+    averages over different positions cannot be compared (the theory's ordering
+    alpha*_wor >= alpha*_iid holds position by position, not between averages
+    over different sets).  Comparing draft laws uses these positions only.
+
+    Parameters
+    ----------
+    table : list of dict
+        Rows of :func:`spectheory.sim.replay.replay` (keys ``draft``,
+        ``temperature``, ``n``, ``sampling``, ``position``).
+
+    Returns
+    -------
+    dict {(draft, temperature, n): frozenset of int}
+
+    Examples
+    --------
+    >>> t = [{"draft": "d", "temperature": 1.0, "n": 2, "sampling": s, "position": i}
+    ...      for s, ps in (("iid", (0, 1, 2)), ("without_replacement", (1, 2))) for i in ps]
+    >>> sorted(common_positions(t)[("d", 1.0, 2)])
+    [1, 2]
+    """
+    by_law: dict = {}
+    for r in table:
+        key = (r["draft"], r["temperature"], r["n"])
+        by_law.setdefault(key, {}).setdefault(r["sampling"], set()).add(int(r["position"]))
+    return {k: frozenset(set.intersection(*laws.values())) for k, laws in by_law.items()}
 
 
 def _cores() -> int:
@@ -199,10 +238,15 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     )
     ctx.csv("replay.csv", table, COLUMNS)
 
+    # Draft laws are compared on the same positions: those replayed under every law.
+    common = common_positions(table)
     groups: dict = {}
     for r in table:
+        if int(r["position"]) not in common[(r["draft"], r["temperature"], r["n"])]:
+            continue
         key = (r["draft"], r["temperature"], r["n"], r["sampling"], r["verifier"])
         groups.setdefault(key, []).append(r)
+    left_out = {k: rows.size - len(v) for k, v in common.items()}
     summary = []
     for (d, t, n, law, v), rs in groups.items():
         bound = float(np.mean([r["bound"] for r in rs]))
@@ -213,9 +257,10 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
             "draft": d, "T": t, "n": n, "draft law": law, "verifier": v,
             "bound": bound, "exact": ex, "monte carlo": mc,
             "gap to bound": bound - (ex if exact else mc), "positions": len(rs),
+            "positions left out": left_out[(d, t, n)],
         })  # fmt: skip
     cols = ["draft", "T", "n", "draft law", "verifier", "bound", "exact", "monte carlo",
-            "gap to bound", "positions"]  # fmt: skip
+            "gap to bound", "positions", "positions left out"]  # fmt: skip
     ctx.csv("verifiers_summary.csv", summary, cols)
 
     page.section("Optimal acceptance and every verifier", "verifiers")
@@ -225,7 +270,17 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
         "`spectheory.bound`), `exact` the verifier's closed-form acceptance where one exists, "
         "`monte carlo` the simulated acceptance (numba kernels, "
         f"{100 if ctx.quick else 400} trials per position). Means over positions; full table in "
-        "`replay.csv`."
+        "`replay.csv`. Draft laws are compared on the same positions: drafting without "
+        "replacement (and greedy) needs n tokens in the draft's support, so for each draft, T "
+        "and n only the positions replayed under every law are averaged (`positions`; the rest, "
+        "`positions left out`, are in `replay.csv`). "
+        + ("Positions compared: " if any(len(v) < rows.size for v in common.values()) else "")
+        + "; ".join(
+            f"{d}, T = {t:g}, n = {n}: {len(v)} of {rows.size}"
+            for (d, t, n), v in sorted(common.items())
+            if len(v) < rows.size
+        )
+        + ("" if any(len(v) < rows.size for v in common.values()) else "Every position counts.")
     )
     fig, axes = plt.subplots(1, len(tr.drafts), figsize=(4.2 * len(tr.drafts), 3.4), squeeze=False)
     for ax, d in zip(axes[0], tr.drafts, strict=True):
@@ -254,6 +309,7 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     )
     ctx.summary["verifiers"] = {
         "positions": int(rows.size),
+        "positions_compared": {f"{d}/T={t:g}/n={n}": len(v) for (d, t, n), v in common.items()},
         "mean_bound_T1_n4": {f"{s['draft']}/{s['draft law']}": s["bound"] for s in best
                              if s["verifier"] in ("rrs", "rrs_wor", "spechub")},
         "largest_gap": {k: worst[k] for k in ("draft", "T", "n", "draft law", "verifier",
