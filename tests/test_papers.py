@@ -303,3 +303,21 @@ def test_blockverify_checks_fail_on_wrong_numbers(tmp_path, monkeypatch):
     monkeypatch.setattr(blockverify, "KNOWN_ACCEPTED", wrong)
     res = blockverify.reproduce(tmp_path, quick=True, progress=False)
     assert [c.name for c in res.failed] == ["docs/theory.md §8.3: accepted tokens, block"]
+
+
+def test_hu2025_draft_laws_are_averaged_over_the_same_positions(tmp_path):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(3)
+    target = rng.normal(size=(6, 4))
+    draft = rng.normal(size=(6, 4))
+    draft[3:, 2:] = -np.inf  # the draft's support has 2 tokens here: no 3 drafts w/o replacement
+    trace = SimpleNamespace(target_logits=target, draft_logits=lambda name: draft)
+    run = Run("t", tmp_path, True, False)
+    table, rows = hu2025.bounds_on_trace(run, trace, ["d"], (3,), (0.7,))
+    sel = {r["sampling"]: r for r in rows if r["n"] == 3}
+    assert {r["positions"] for r in sel.values()} == {3}
+    assert {r["positions_left_out"] for r in sel.values()} == {3}
+    iid = np.mean(table[("d", 0.7, 3, "iid")][:3])
+    np.testing.assert_allclose(sel["iid"]["alpha_star_mean"], iid, rtol=1e-12)
+    assert sel["without_replacement"]["alpha_star_mean"] >= sel["iid"]["alpha_star_mean"] - 1e-12
