@@ -115,13 +115,17 @@ def test_every_kernel_verifier_has_a_case_and_a_q_zero_case():
 
 
 def test_typical_has_no_coin():
-    """Medusa's typical acceptance (lossy): a draft with p above the threshold, else argmax p."""
-    p = np.array([[0.02, 0.96, 0.02], [0.3, 0.4, 0.3]])  # threshold 0.09 on both rows
-    q = np.full((2, 3), 1 / 3)
-    d = np.array([[0], [0]])
-    want = [1, 0]  # 0.02 < 0.09: fallback argmax; 0.3 > 0.09: accepted
-    assert [REGISTRY["typical"].function(p[b], q[b], tuple(d[b]), None) for b in range(2)] == want
-    assert K.run_verifier("typical", p, q, d[:, None], np.zeros((2, 1, 0)))[:, 0].tolist() == want
+    """Medusa's typical acceptance (lossy): a draft with p above the threshold, else argmax p.
+
+    The threshold is min(0.09, 0.3 exp(-H(p))): 0.09 on every row here (row 2 has
+    0.3 exp(-H) = 0.21, so a draft of p = 0.095 passes min and would fail max).
+    """
+    p = np.array([[0.02, 0.96, 0.02], [0.3, 0.4, 0.3], [0.095, 0.9, 0.005]])
+    q = np.full((3, 3), 1 / 3)
+    d = np.array([[0], [0], [0]])
+    want = [1, 0, 0]  # 0.02 < 0.09: fallback argmax; 0.3 and 0.095 > 0.09: accepted
+    assert [REGISTRY["typical"].function(p[b], q[b], tuple(d[b]), None) for b in range(3)] == want
+    assert K.run_verifier("typical", p, q, d[:, None], np.zeros((3, 1, 0)))[:, 0].tolist() == want
     out = _FUNCTIONS["typical"](torch.from_numpy(p), torch.from_numpy(q), torch.from_numpy(d), None)
     assert out.tolist() == want
 
