@@ -33,3 +33,19 @@ def test_tree_kernels_reject_a_q_zero_chain_token(verifier):
     np.testing.assert_array_equal(fast_len, ref_len)
     assert fast_len.tolist() == [[1, 1]]
     assert fast_tokens[0, :, 0].tolist() == [0, 1]
+
+
+def test_exact_membership_acceptance_counts_every_draft():
+    """law-acceptance-first-draft: RRS with n = 2 on docs/theory.md §8.1, exactly.
+
+    alpha = 1 - (1 - sum min(p, q)) (1 - sum min(r_2, q)) with r_2 = [0, 1/3, 2/3]:
+    1 - (3/10)(3/5) = 41/50.  Counting only the first draft would give 7/10 + (drafts
+    whose second copy is accepted missing), strictly less.
+    """
+    from fractions import Fraction as F
+
+    import spectheory as stt
+
+    p = np.array([F(3, 10), F(2, 5), F(3, 10)], dtype=object)
+    q = np.array([F(3, 5), F(3, 10), F(1, 10)], dtype=object)
+    assert stt.acceptance("rrs", p, q, 2) == F(41, 50)
