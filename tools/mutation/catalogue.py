@@ -26,14 +26,16 @@ class Mutant(NamedTuple):
     equivalent: str = ""
 
 
-V_REF = ("tests/test_verifiers.py", "tests/test_handfed.py", "-k", "not triton and not torch")
-EXACT = ("tests/test_exact.py", "tests/test_exact_values.py", "-k", "not checker")
+# Covering tests per module family: the fast, exact ones first (``-x`` stops at the first
+# failure, so a killed mutant costs seconds; a survivor costs the whole selection).
+V_REF = ("tests/test_handfed.py", "tests/test_verifiers.py", "-k", "reference or verif or lossless or law")
+EXACT = ("tests/test_mutation_kills.py", "tests/test_exact_values.py", "tests/test_verifiers.py", "-k", "bug or exact or law")
 BOUND = ("tests/test_bound.py",)
-KERN = ("tests/test_handfed.py", "tests/test_sim_kernels.py", "-k", "numba or replay or law")
+KERN = ("tests/test_handfed.py", "tests/test_sim_kernels.py", "-k", "numba or replay")
 TORCH = ("tests/test_handfed.py", "tests/test_torch_verifiers.py", "-k", "torch or replay")
-SPEC = ("tests/test_specdecpp.py", "tests/test_exact_values.py", "-k", "not bug")
-TREES = ("tests/test_trees_exact.py", "tests/test_trees_kernels.py")
-CHECK = ("tests/test_check.py", "tests/test_exact_values.py", "-k", "checker or flag or lossy")
+SPEC = ("tests/test_exact_values.py", "tests/test_specdecpp.py", "-k", "not bug and not checker")
+TREES = ("tests/test_mutation_kills.py", "tests/test_trees_kernels.py", "tests/test_trees_exact.py")
+CHECK = ("tests/test_exact_values.py", "tests/test_check.py", "-k", "checker or flag or lossy or impossible")
 
 MUTANTS = [
     # ------------------------------------------------------------ verifiers (reference)
