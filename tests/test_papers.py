@@ -274,10 +274,15 @@ def test_cli_exit_code_reflects_checks(tiny_trace_file, tmp_path, monkeypatch, c
     monkeypatch.setattr(spectr, "worst_case_search", lambda run, **kw: None)  # keep it fast
     assert reproduce_cli([*argv, "--out", str(tmp_path / "ok")]) == 0
     assert (tmp_path / "ok" / "ratio_vs_n.png").is_file()
+    # The guarantee is reported only: a wrong one shows as a difference, not a failure.
     monkeypatch.setattr(spectr, "GUARANTEE", 0.999)  # K-SEQ is below 0.999 x optimum somewhere
+    assert reproduce_cli([*argv, "--out", str(tmp_path / "info")]) == 0
+    assert "[diff] K-SEQ / optimum at every trace position" in capsys.readouterr().out
+    wrong = ((0.3, 0.4, 0.3), (0.6, 0.3, 0.1), 2, "0.85")  # a required, derived check
+    monkeypatch.setitem(spectr.KNOWN_KSEQ, "instance A, n = 2", wrong)
     assert reproduce_cli([*argv, "--out", str(tmp_path / "bad")]) == EXIT_CHECK_FAILED
     out = capsys.readouterr().out
-    assert "[FAIL] K-SEQ / optimum at every trace position" in out
+    assert "[FAIL] K-SEQ acceptance, instance A, n = 2" in out
     assert (tmp_path / "bad" / "checks.csv").is_file()
 
 
