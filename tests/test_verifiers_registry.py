@@ -58,6 +58,17 @@ def test_a_biased_user_verifier_named_rrs_is_found_lossy():
     assert not stt.check_lossless("rrs", P, Q, n=2, trials=4000, rng=1).lossy
 
 
+def test_a_record_whose_protocol_contradicts_its_signature_is_refused():
+    # Regression: a black box stored with the default protocol "coins" failed at its first
+    # call with a foreign TypeError (unexpected keyword 'sampling').
+    with pytest.raises(InvalidParameterError, match="pass protocol='blackbox'"):
+        Verifier("rrs", blackbox_first, samplings=("iid",))
+    with pytest.raises(InvalidParameterError, match="pass protocol='coins'"):
+        Verifier("mine", accept_first, samplings=("iid",), protocol="blackbox")
+    stated = Verifier("rrs", blackbox_first, samplings=("iid",), protocol="blackbox")
+    assert stt.check_lossless(stated, P, Q, n=2, trials=4000, rng=1).lossy
+
+
 def test_a_kernel_belongs_to_the_function_it_implements():
     with pytest.raises(InvalidParameterError, match="kernel='rrs' implements rrs, not accept"):
         dataclasses.replace(REGISTRY["rrs"], function=accept_first)

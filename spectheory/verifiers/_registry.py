@@ -101,6 +101,26 @@ def _describe(fn):
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
+def _protocol_of(fn) -> str | None:
+    """``"coins"`` if ``fn`` takes a ``sampling`` keyword and four positional
+    arguments, ``"blackbox"`` if it takes exactly four positional arguments
+    and no ``sampling``; None when its signature says neither."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    positional = [
+        q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
+    ]
+    varargs = any(q.kind == q.VAR_POSITIONAL for q in params)
+    required = [q for q in positional if q.default is q.empty]
+    fits_four = len(required) <= 4 and (len(positional) >= 4 or varargs)
+    if "sampling" in sig.parameters or any(q.kind == q.VAR_KEYWORD for q in params):
+        return "coins" if fits_four else None
+    return "blackbox" if fits_four else None
+
+
 @dataclass(frozen=True)
 class Verifier:
     """A verifier and its facts.
@@ -180,6 +200,16 @@ class Verifier:
             raise InvalidParameterError(
                 f"protocol of verifier {self.name!r} must be one of {PROTOCOLS}; "
                 f"got {self.protocol!r}"
+            )
+        seen = _protocol_of(self.function)
+        if seen is not None and seen != self.protocol:
+            # A black box stored as coins (or the reverse) would fail at its first call
+            # with a foreign TypeError, or worse, be fed the wrong arguments.
+            raise InvalidParameterError(
+                f"verifier {self.name!r} is declared protocol={self.protocol!r}, but the "
+                f"signature of its function reads as the {seen!r} protocol "
+                "(coins: fn(p, q, drafts, coins, *, sampling); blackbox: "
+                f"fn(target, draft, drafts, rng)); pass protocol={seen!r}"
             )
         object.__setattr__(self, "samplings", tuple(self.samplings))
         object.__setattr__(self, "closed_form_samplings", tuple(self.closed_form_samplings))
@@ -283,26 +313,6 @@ _ENTRIES = [
 #: :func:`register_verifier`.
 REGISTRY: dict[str, Verifier] = {v.name: v for v in _ENTRIES}
 _BUILTIN_NAMES = frozenset(REGISTRY)
-
-
-def _protocol_of(fn) -> str | None:
-    """``"coins"`` if ``fn`` takes a ``sampling`` keyword and four positional
-    arguments, ``"blackbox"`` if it takes exactly four positional arguments
-    and no ``sampling``; None when its signature says neither."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    params = list(sig.parameters.values())
-    positional = [
-        q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)
-    ]
-    varargs = any(q.kind == q.VAR_POSITIONAL for q in params)
-    required = [q for q in positional if q.default is q.empty]
-    fits_four = len(required) <= 4 and (len(positional) >= 4 or varargs)
-    if "sampling" in sig.parameters or any(q.kind == q.VAR_KEYWORD for q in params):
-        return "coins" if fits_four else None
-    return "blackbox" if fits_four else None
 
 
 def as_verifier(verifier, *, protocol: str | None = None) -> Verifier:
