@@ -19,7 +19,9 @@ Regenerates
    (:mod:`spectheory.lm.acchead`), and the exact renewal speedups of the best
    fixed length, the Hugging Face heuristic, the oracle threshold and the
    head's threshold, at the measured CPU cost ratio and a sweep of
-   :math:`c` (``real_policies.csv``, ``real_policies.png``).
+   :math:`c` (``real_policies.csv``, ``real_policies.png``).  The fixed length
+   (:math:`\gamma = 0..12`, 0 being plain decoding) and both thresholds are
+   chosen on the training prompts and evaluated on the held-out ones.
 
 References
 ----------
