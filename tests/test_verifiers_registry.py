@@ -69,6 +69,18 @@ def test_a_record_whose_protocol_contradicts_its_signature_is_refused():
     assert stt.check_lossless(stated, P, Q, n=2, trials=4000, rng=1).lossy
 
 
+def test_uniform_budgets_of_an_unknown_verifier_are_refused_by_name():
+    # Regression (issue 22 item 10): verifier_uniforms("bogus", 2) returned 3.
+    from spectheory.torch.verifiers import verifier_uniforms as torch_uniforms
+
+    for uniforms in (_kernels.verifier_uniforms, torch_uniforms):
+        with pytest.raises(InvalidParameterError, match="bogus"):
+            uniforms("bogus", 2)
+    with pytest.raises(InvalidParameterError, match="n must be >= 1"):
+        _kernels.verifier_uniforms("rrs", 0)
+    assert _kernels.verifier_uniforms("rrs", 3) == 4
+
+
 def test_a_kernel_belongs_to_the_function_it_implements():
     with pytest.raises(InvalidParameterError, match="kernel='rrs' implements rrs, not accept"):
         dataclasses.replace(REGISTRY["rrs"], function=accept_first)

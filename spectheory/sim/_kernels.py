@@ -89,9 +89,11 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._errors import InvalidParameterError
+from .._validate import check_positive_int
 from ..drafting import greedy_split
 from ..verifiers._ops import normalise_or, positive_part, residual
-from ..verifiers._registry import REGISTRY, builtin_names
+from ..verifiers._registry import builtin_names, get_verifier
 from ..verifiers.kseq import kseq_rho
 from ..verifiers.typical import POSTERIOR_ALPHA, POSTERIOR_THRESHOLD
 
@@ -288,9 +290,13 @@ def _cdf_rows(laws):
 def verifier_uniforms(name, n):
     """Uniforms per trial the reference verifier ``name`` can consume with ``n`` drafts.
 
-    Read from the registry (the record's ``uniforms``).
+    Read from the registry (the record's ``uniforms``); an unknown name raises
+    :class:`~spectheory.InvalidParameterError` naming the registered ones.
     """
-    return REGISTRY[name].uniforms(n)
+    v = get_verifier(name)
+    if v.uniforms is None:
+        raise InvalidParameterError(f"verifier {v.name!r} has no stated uniform budget")
+    return v.uniforms(check_positive_int(n, "n"))
 
 
 def draft_uniforms(n, sampling):
