@@ -66,6 +66,8 @@ CASES = [
     Case("sd residual low", "sd", "iid", P, Q, (0,), (0.6, 0.1), 1),
     Case("sd residual high", "sd", "iid", P, Q, (0,), (0.6, 0.5), 2),
     Case("sd p > q accepts at the top coin", "sd", "iid", P, Q, (2,), (0.999, 0.0), 2),
+    # u = 0 on the residual [0, 1/3, 2/3]: u < cumsum is strict, so token 0 (mass 0) is skipped.
+    Case("sd residual at u = 0", "sd", "iid", P, Q, (0,), (0.6, 0.0), 1),
     Case("naive residual lands on draft 2", "naive", "iid", P, Q, (0, 2), (0.6, 0.5), 2),
     # rrs: past a first rejection; repeated drafts.
     Case("rrs reject, accept 2nd", "rrs", "iid", P, Q, (0, 2), (0.7, 0.3, 0.0), 2),
