@@ -316,7 +316,7 @@ def bound(target, draft, n=1, sampling="iid", *, atol=None):
 
     Examples
     --------
-    >>> bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=1)  # sum min(p, q)
+    >>> round(bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=1), 12)  # sum min(p, q)
     0.7
     >>> round(bound([0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, sampling="greedy"), 12)
     0.95
