@@ -109,7 +109,8 @@ print("g = beta (sum_{k<n} (1 - beta)^k - rho)")
 # ## 2. Closed forms for $n = 1$ and $n = 2$
 #
 # **$n = 1$:** $g = \beta(1 - \rho)$, so $\rho^* = 1$: K-SEQ is standard speculative sampling,
-# with acceptance $\sum\min(p, q)$, which is the optimum $\alpha^*$ for one draft (docs/theory.md §1.2):
+# with acceptance $\sum\min(p, q)$, which is the optimum $\alpha^*$ for one draft
+# (docs/theory.md §1.2):
 # the ratio to the optimum is exactly 1.
 #
 # **$n = 2$:** $g = \beta(2 - \beta - \rho)$, so $\rho^* + \beta(\rho^*) = 2$. On an interval of
@@ -149,7 +150,8 @@ def rho_n2(p, q):
     return found[0]
 
 
-# Instance A: p/q order a, b, c; k = 2 gives rho^2 - 1.9 rho + 0.7 = 0, rho* = 7/5 (docs/theory.md §8.1).
+# Instance A: p/q order a, b, c; k = 2 gives rho^2 - 1.9 rho + 0.7 = 0, rho* = 7/5
+# (docs/theory.md §8.1).
 assert sp.nsimplify(
     rho_plus.subs({P_k: sp.Rational(7, 10), Q_k: sp.Rational(9, 10)})
 ) == sp.Rational(7, 5)
@@ -245,7 +247,8 @@ fig.tight_layout()
 # ## 4. The guarantee
 #
 # **What is claimed where.** SpecTr states that K-SEQ's acceptance is within a factor
-# $1 - 1/e$ of the optimal transport value [paper, as recorded in docs/theory.md §3.3]; docs/theory.md lists
+# $1 - 1/e$ of the optimal transport value [paper, as recorded in docs/theory.md §3.3];
+# docs/theory.md lists
 # a per-$n$ constant $1 - (1 - 1/n)^n$ as *unconfirmed* (it is not known here whether SpecTr
 # states that form). **Derived here** (a complete proof, checked below): for every $n$ and every
 # valid $\rho \in [\rho^*, n]$,

@@ -17,7 +17,8 @@
 # SpecDec++ (Huang, Guo, Wang, arXiv 2405.19715) decides after every drafted token whether to
 # draft another one or to stop and call the target; its Theorem 3.1 says that stopping is better
 # once the probability that some drafted token will be rejected exceeds a threshold
-# (docs/theory.md §5.3, where the constant $\Delta$ is unconfirmed). This notebook follows docs/theory.md §5:
+# (docs/theory.md §5.3, where the constant $\Delta$ is unconfirmed). This notebook follows
+# docs/theory.md §5:
 #
 # 1. the cost accounting of a generation (5.1);
 # 2. the renewal model of one round and its average-cost objective (5.4), turned into a
@@ -25,7 +26,8 @@
 # 3. the one-step look-ahead inequality, and a proof that for i.i.d. acceptance it is the
 #    *exact* optimum: a threshold on $P(\text{some draft rejected}) = 1 - P$ with
 #    $h^* = 1 - c\,S^*/E[a]$ (the "monotone case" of optimal stopping);
-# 4. checks against `spectheory.solve_specdecpp` on docs/theory.md §8.7 and on other instances, with an
+# 4. checks against `spectheory.solve_specdecpp` on docs/theory.md §8.7 and on other instances,
+#    with an
 #    evaluator of threshold rules written here; and a Markov acceptance model where the
 #    one-step rule is *not* optimal.
 #
@@ -124,7 +126,8 @@ sp.Eq(h, h_star)
 #
 # $$h^* = 1 - \frac{t_d}{\lambda^* E[a]} = 1 - \frac{c\,S^*}{E[a]} .$$
 #
-# This sharpens docs/theory.md §5.4 ("the myopic rule is within one grid cell of the exact threshold"):
+# This sharpens docs/theory.md §5.4 ("the myopic rule is within one grid cell of the exact
+# threshold"):
 # with exact states the two coincide on every reachable state. In the form of the paper's
 # Theorem 3.1, stop iff $1 - P \ge (c_2 + \Delta)/(c_1 + c_2 + \Delta)$: under docs/theory.md §5.2's
 # mapping $c_1 = t_d$, $c_2 = t_t - t_d$ (itself unconfirmed) our exact threshold corresponds to

@@ -43,7 +43,9 @@ PROBLEMS = [
     Problem("A n=1", A_P, A_Q, 1, "iid", F(7, 10), (0,), "docs/theory.md §8.1: sum min(p, q)"),
     Problem("A iid n=2", A_P, A_Q, 2, "iid", F(89, 100), (0, 1), "docs/theory.md §8.1"),
     Problem("A iid n=3", A_P, A_Q, 3, "iid", F(971, 1000), (0, 1), "docs/theory.md §8.1"),
-    Problem("A wor n=2", A_P, A_Q, 2, "without_replacement", F(139, 140), (0, 1), "docs/theory.md §8.1"),
+    Problem(
+        "A wor n=2", A_P, A_Q, 2, "without_replacement", F(139, 140), (0, 1), "docs/theory.md §8.1"
+    ),
     Problem("A wor n=3", A_P, A_Q, 3, "without_replacement", F(1), None, "docs/theory.md §8.1"),
     Problem("A greedy n=2", A_P, A_Q, 2, "greedy", F(19, 20), None, "docs/theory.md §8.1"),
     Problem("A greedy n=3", A_P, A_Q, 3, "greedy", F(1), None, "docs/theory.md §8.1"),

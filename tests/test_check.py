@@ -109,7 +109,9 @@ def test_bad_arguments():
         stt.check_lossless("rrs", P, Q, alpha=2.0)
     with pytest.raises(stt.InvalidParameterError, match=r"trials must be >= 1"):
         stt.check_lossless("rrs", P, Q, trials=0)
-    with pytest.raises(stt.InvalidParameterError, match=r"verifier must be a Verifier, a function or one of"):
+    with pytest.raises(
+        stt.InvalidParameterError, match=r"verifier must be a Verifier, a function or one of"
+    ):
         stt.check_lossless("magic", P, Q)
 
 

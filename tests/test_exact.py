@@ -1,4 +1,4 @@
-"""Exact laws by enumeration: draft-tuple laws, closed forms, docs/theory.md §8.1 and 8.2 vectors."""
+"""Exact laws by enumeration: draft-tuple laws, closed forms, docs/theory.md §8.1, §8.2 vectors."""
 
 from collections import defaultdict
 from fractions import Fraction as F
@@ -112,7 +112,7 @@ def test_closed_forms_refuse_draft_laws_they_do_not_cover():
         CLOSED_FORMS["spechub"](P_A, Q_A, 3, "greedy")
 
 
-# --- docs/theory.md §8.1: instance A ---------------------------------------------------------------
+# --- docs/theory.md §8.1: instance A -------------------------------------------------------------
 
 INSTANCE_A = [
     ("rrs", "iid", 2, F(41, 50)),
@@ -162,7 +162,7 @@ def test_instance_a_rrs_residuals():
     assert list(residual(r2, Q_AF)) == [0, F(1, 18), F(17, 18)]
 
 
-# --- docs/theory.md §8.2: certified rational instances ---------------------------------------------
+# --- docs/theory.md §8.2: certified rational instances -------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from spectheory.solvers.sequoia import sequoia_tree, sequoia_values, tree_value
 
 from .budget import scaled
 
-# docs/theory.md §8.6 (Sequoia's acceptance-rate-vector.pt, the leading 0 and trailing P(none) dropped).
+# docs/theory.md §8.6 (Sequoia's acceptance-rate-vector.pt, the leading 0 and trailing P(none)
+# dropped).
 ACC_86 = [.6342, .1079, .0570, .0225, .0195, .0150, .0045, .0030, .0120, .0045, .0075, .0045,
           .0060, .0030, .0015, .0030, .0015, .0030, 0, .0030, .0030, .0030, 0, .0015, 0, .0015,
           0, 0, 0, .0015, .0015, .0015]  # fmt: skip

@@ -188,7 +188,7 @@ class LiveResult:
 
     @property
     def block_efficiency(self) -> float:
-        r"""Tokens per target call :math:`\tau` (1 for target-only generation; docs/theory.md §4.4)."""
+        r"""Tokens per target call :math:`\tau` (1 without drafts; docs/theory.md §4.4)."""
         return self.num_tokens / self.target_calls if self.target_calls else math.nan
 
     @property
