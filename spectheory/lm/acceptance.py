@@ -49,7 +49,6 @@ from .._validate import check_positive_int
 from .drafts import early_exit_logits, parse_draft
 
 __all__ = [
-    "PUBLISHED_SLOPES",
     "AcceptanceProfile",
     "CapacityLaw",
     "CapacityProfile",
@@ -594,15 +593,6 @@ def measure_cost_ratio(loaded, layer, *, repeats: int = 30, context: int = 64, w
 
 # --------------------------------------------------------------------------- capacity law
 
-#: Published capacity slopes (acceptance per decade of draft parameters), docs/theory.md §6.2.
-PUBLISHED_SLOPES = {
-    "T5-XXL EnDe, T=0": 0.069,
-    "T5-XXL EnDe, T=1": 0.089,
-    "T5-XXL CNNDM, T=0": 0.089,
-    "T5-XXL CNNDM, T=1": 0.030,
-    "LaMDA-137B, T=0": 0.074,
-    "LaMDA-137B, T=1": 0.092,
-}
 
 
 @dataclass(frozen=True)
@@ -648,7 +638,9 @@ class CapacityLaw:
             f"  The drafts span {lo / 1e6:.1f}M..{hi / 1e6:.1f}M parameters "
             f"({np.log10(hi / lo):.2f} decades; the tied 28.3M embedding is shared by all)."
         )
-        pub = ", ".join(f"{k}: {v:.3f}" for k, v in PUBLISHED_SLOPES.items())
+        from ..solvers.scaling import leviathan_capacity_slopes
+
+        pub = ", ".join(f"{k}: {v:.3f}" for k, v in leviathan_capacity_slopes().items())
         lines.append(
             "  Published (separately trained drafts; log-linear fits of Leviathan et al. "
             f"Table 3, docs/theory.md §6.2): {pub}; about +0.07..0.09 per decade."

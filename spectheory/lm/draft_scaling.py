@@ -322,9 +322,10 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         ``{"capacity": rows, "tokens": rows, "width": rows, "fits": rows}``.
     """
     from .. import _files
+    from ..solvers.scaling import leviathan_capacity_slopes
     from . import adapters as A
     from . import draft_eval as E
-    from .acceptance import PUBLISHED_SLOPES, draft_parameter_count
+    from .acceptance import draft_parameter_count
     from .corpus import CorpusSettings, build_corpus
 
     cfg = QUICK if quick else FULL
@@ -457,7 +458,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
     _files.write_csv(width_rows, out / "width.csv", list(width_rows[0]))
     _files.write_csv(alpha_rows, out / "alpha_n.csv", ["n", "alpha"])
     _files.write_csv(fits, out / "fits.csv", list(fits[0]))
-    pub = ", ".join(f"{k}: {v:.3f}" for k, v in PUBLISHED_SLOPES.items())
+    pub = ", ".join(f"{k}: {v:.3f}" for k, v in leviathan_capacity_slopes().items())
     title = "Scaling laws of adapter drafts on SmolLM2-135M-Instruct"
     lines = [title + (" (QUICK: smoke settings, not a measurement)" if quick else "")]
     for r in fits:

@@ -45,7 +45,13 @@ from .._errors import InvalidParameterError
 from .._validate import check_choice, check_limit, check_positive_int, check_rng
 from . import _published
 
-__all__ = ["LogLinearFit", "fit_log_linear", "leviathan_capacity_data", "spec_bench_tau"]
+__all__ = [
+    "LogLinearFit",
+    "fit_log_linear",
+    "leviathan_capacity_data",
+    "leviathan_capacity_slopes",
+    "spec_bench_tau",
+]
 
 
 @dataclass(frozen=True)
@@ -305,3 +311,30 @@ def spec_bench_tau(setting):
     """
     check_choice(setting, "setting", ("3090 V-7B", "A100 V-7B", "A100 V-13B", "A100 V-33B"))
     return {m: row[setting] for m, row in _published.SPEC_BENCH.items() if setting in row}
+
+
+def leviathan_capacity_slopes() -> dict:
+    r"""Capacity slopes of Leviathan et al. Table 3: :math:`\hat b` per decade of draft parameters.
+
+    The least-squares slope of :math:`\alpha` against :math:`\log_{10}` of the
+    draft's parameter count (:func:`fit_log_linear` on
+    :func:`leviathan_capacity_data`), for every target and temperature of the
+    table (docs/theory.md §6.2).  Computed from the published table each time:
+    no number is copied by hand.
+
+    Returns
+    -------
+    dict {"TARGET, T=t": float}
+
+    Examples
+    --------
+    >>> {k: round(v, 3) for k, v in leviathan_capacity_slopes().items()}["LaMDA 137B, T=0"]
+    0.074
+    """
+    slopes = {}
+    for target in ("T5-XXL EnDe", "T5-XXL CNNDM", "LaMDA 137B"):
+        for temperature in (0, 1):
+            x, y = leviathan_capacity_data(target, temperature)
+            fit = fit_log_linear(x, y, n_boot=1)  # the point estimate; no interval needed
+            slopes[f"{target}, T={temperature}"] = fit.slope
+    return slopes
