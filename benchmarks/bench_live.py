@@ -4,8 +4,8 @@ SmolLM2-135M-Instruct is the target; its early-exit drafts (``exit:L``, the
 first ``L`` of its 30 layers plus the final norm and head, sharing the
 weights) draft.  For each configuration (chain mode at several ``gamma`` and
 exit layers, multi-draft mode with ``n`` sequences) and temperature, the same
-prompts are generated with :func:`spectheory.torch.live.speculative_generate`
-and with :func:`spectheory.torch.live.target_generate` (key-value cache, one
+prompts are generated with :func:`spectheory.live.speculative_generate`
+and with :func:`spectheory.live.target_generate` (key-value cache, one
 target forward per token), and the script prints tokens per second of both,
 their ratio, the acceptance rate (accepted / drafted tokens) and the block
 efficiency (tokens per target call).  The baseline is re-measured before each
@@ -28,8 +28,8 @@ import time
 
 import torch
 
+from spectheory.live import chat_prompt_ids, speculative_generate, target_generate
 from spectheory.lm import PROMPTS, load_model
-from spectheory.torch.live import chat_prompt_ids, speculative_generate, target_generate
 
 
 def run_all(fn, prompts, **kw):

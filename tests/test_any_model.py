@@ -177,7 +177,7 @@ def test_report_on_another_model(gpt2, gpt2_folder, tmp_cache, tmp_path, capsys)
 
 def test_live_generation_with_a_separate_draft_model(smol, gpt2_folder):
     """Greedy speculative decoding with 'lm:PATH' reproduces the target's greedy tokens."""
-    from spectheory.torch.live import speculative_generate
+    from spectheory.live import speculative_generate
 
     ids = smol.tokenizer.apply_chat_template(
         [{"role": "user", "content": "Name three colours."}], add_generation_prompt=True

@@ -12,7 +12,7 @@ Oracles:
   the probabilities, while a stale or misaligned cache row changes them by
   O(1e-1);
 * sampling: the pooled randomised PIT and the acceptance bound
-  (:func:`spectheory.torch.live.check_live_lossless`) at false-alarm rate
+  (:func:`spectheory.live.check_live_lossless`) at false-alarm rate
   1e-6, which must reject a verifier that accepts every draft token.
 """
 
@@ -28,16 +28,16 @@ torch = pytest.importorskip("torch")
 from spectheory._errors import InvalidParameterError  # noqa: E402
 from spectheory.coins import RandomCoins  # noqa: E402
 from spectheory.distributions import process_logits  # noqa: E402
-from spectheory.lm import PROMPTS, early_exit_logits  # noqa: E402
-from spectheory.torch.live import (  # noqa: E402
+from spectheory.live import (  # noqa: E402
     EarlyExitDraft,
-    _FastCoins,
     chat_prompt_ids,
     check_live_lossless,
     make_draft,
     speculative_generate,
     target_generate,
 )
+from spectheory.live.generate import _FastCoins  # noqa: E402
+from spectheory.lm import PROMPTS, early_exit_logits  # noqa: E402
 
 ALPHA = 1e-6
 #: Largest |recorded - full-pass| probability; see the module docstring.
@@ -309,7 +309,7 @@ def deep_adapter(smol):
 
 
 def test_adapter_draft_live_greedy_and_recorded_laws(smol, prompts, greedy, deep_adapter):
-    from spectheory.torch.live import AdapterDraft
+    from spectheory.live import AdapterDraft
 
     draft = AdapterDraft(smol, deep_adapter)
     assert draft.spec == "adapter:20"
@@ -338,8 +338,8 @@ def test_adapter_draft_live_greedy_and_recorded_laws(smol, prompts, greedy, deep
 
 def test_make_draft_resolves_cached_adapters(smol, deep_adapter, tmp_path, monkeypatch):
     from spectheory import TraceError
+    from spectheory.live import AdapterDraft
     from spectheory.lm import adapters as A
-    from spectheory.torch.live import AdapterDraft
 
     monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
     with pytest.raises(TraceError, match="spectheory draft train --layer 20"):

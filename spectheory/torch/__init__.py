@@ -17,11 +17,9 @@ r"""The torch backend: batched verifiers and fused Triton kernels, on CPU and CU
 :func:`recursive_rejection_sampling`
     Multi-draft RRS, i.i.d. or without replacement: plain torch, or one fused
     Triton kernel (one row per program).
-:func:`speculative_generate`, :func:`target_generate`
-    Live speculative generation with a Hugging Face causal LM and its
-    early-exit draft (key-value caches for both), chain or multi-draft mode,
-    any registered verifier; :func:`check_live_lossless` tests the recorded
-    target distributions of a run.
+
+Live speculative generation with models is :mod:`spectheory.live` (its names
+stay reachable here for code written against the earlier layout).
 
 Triton kernels run on CUDA tensors, or on the CPU under Triton's interpreter
 (``TRITON_INTERPRET=1`` set before triton is imported; slow, for tests).
@@ -31,41 +29,36 @@ needed only for ``backend="triton"``.
 
 from .bound import bound
 from .chain import ChainSamplingResult, chain_speculative_sampling
-from .live import (
-    AdapterDraft,
-    EarlyExitDraft,
-    LiveDraft,
-    LiveLosslessReport,
-    LiveResult,
-    chat_prompt_ids,
-    check_live_lossless,
-    make_draft,
-    speculative_generate,
-    target_generate,
-)
 from .losses import draft_loss
 from .multidraft import recursive_rejection_sampling
 from .verifiers import TORCH_VERIFIERS, TorchVerification, kseq_rho, verifier_uniforms, verify
 
 __all__ = [
     "TORCH_VERIFIERS",
-    "AdapterDraft",
     "ChainSamplingResult",
-    "EarlyExitDraft",
-    "LiveDraft",
-    "LiveLosslessReport",
-    "LiveResult",
     "TorchVerification",
     "bound",
     "chain_speculative_sampling",
-    "chat_prompt_ids",
-    "check_live_lossless",
     "draft_loss",
     "kseq_rho",
-    "make_draft",
     "recursive_rejection_sampling",
-    "speculative_generate",
-    "target_generate",
     "verifier_uniforms",
     "verify",
 ]
+
+
+#: Names of live generation, which moved to :mod:`spectheory.live`; still reachable
+#: here (imported on first use) so that code written against the earlier layout runs.
+_MOVED_TO_LIVE = frozenset({
+    "AdapterDraft", "EarlyExitDraft", "LiveDraft", "LiveLosslessReport", "LiveResult",
+    "chat_prompt_ids", "check_live_lossless", "make_draft", "speculative_generate",
+    "target_generate",
+})  # fmt: skip
+
+
+def __getattr__(name):
+    if name in _MOVED_TO_LIVE:
+        from .. import live
+
+        return getattr(live, name)
+    raise AttributeError(f"module 'spectheory.torch' has no attribute {name!r}")

@@ -88,21 +88,9 @@ from ..distributions import _check_settings, process_logits
 from ..drafting import sample_drafts
 from ..verifiers._api import check_verifier_law
 from ..verifiers._registry import REGISTRY
-from ._live_check import LiveLosslessReport, check_live_lossless
-from ._live_draft import AdapterDraft, EarlyExitDraft, LiveDraft, make_draft
+from ._draft import make_draft
 
-__all__ = [
-    "AdapterDraft",
-    "EarlyExitDraft",
-    "LiveDraft",
-    "LiveLosslessReport",
-    "LiveResult",
-    "chat_prompt_ids",
-    "check_live_lossless",
-    "make_draft",
-    "speculative_generate",
-    "target_generate",
-]
+__all__ = ["LiveResult", "chat_prompt_ids", "speculative_generate", "target_generate"]
 
 MODES = ("chain", "multi")
 _RECORD_DTYPES = ("float32", "float64")

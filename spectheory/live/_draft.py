@@ -8,7 +8,7 @@ to the draft logits of the next token:
     z^{\mathrm{draft}}_{t+1} = f\big(x_{\le t}\big),\qquad
     \text{computed from the cache of } x_{<s} \text{ and the new tokens } x_{s..t}.
 
-The generator (:func:`spectheory.torch.live.speculative_generate`) owns the
+The generator (:func:`spectheory.live.speculative_generate`) owns the
 bookkeeping: it creates the cache with :meth:`LiveDraft.new_cache`, feeds the
 uncached tokens, replicates the cache over the draft rows of multi-draft
 rounds (``batch_repeat_interleave``), keeps one row (``batch_select_indices``)

@@ -168,7 +168,7 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LiveLossless
     ----------
     results : LiveResult or sequence of LiveResult
         Runs made with ``record=True`` and, for an exact test,
-        ``stop_at_eos=False`` (:func:`spectheory.torch.live.speculative_generate`).
+        ``stop_at_eos=False`` (:func:`spectheory.live.speculative_generate`).
     alpha : float in (0, 1)
         False-alarm rate of the verdict.
     seed : int
