@@ -33,6 +33,7 @@ from ._errors import (
     SolverError,
     SpecTheoryError,
     TraceError,
+    VerifierError,
 )
 from ._version import __version__
 
@@ -97,6 +98,7 @@ __all__ = [
     "SpecTheoryError",
     "TraceError",
     "Verifier",
+    "VerifierError",
     "__version__",
     "acceptance",
     "as_verifier",

@@ -16,6 +16,7 @@ __all__ = [
     "ShapeMismatchError",
     "SolverError",
     "SpecTheoryError",
+    "VerifierError",
 ]
 
 
@@ -41,6 +42,10 @@ class InstanceTooLargeError(SpecTheoryError, ValueError):
 
 class SolverError(SpecTheoryError, RuntimeError):
     """An external solver failed or returned an inconsistent answer."""
+
+
+class VerifierError(SpecTheoryError, RuntimeError):
+    """A verifier under test raised an exception of its own (chained as ``__cause__``)."""
 
 
 class TraceError(SpecTheoryError, ValueError):

@@ -280,7 +280,7 @@ def test_one_randomness_keyword_and_one_sampling_default():
 def test_live_generation_resolves_either_protocol():
     pytest.importorskip("torch")
     from spectheory.coins import RandomCoins
-    from spectheory.torch.live import _resolve_verifier
+    from spectheory.live.generate import _resolve_verifier
 
     name, fn, _, sampling = _resolve_verifier(accept_first, "chain", 1, None)
     assert (name, fn, sampling) == ("accept_first", accept_first, "iid")  # called on the coins
@@ -288,3 +288,25 @@ def test_live_generation_resolves_either_protocol():
     assert name == "blackbox_first"
     assert fn(np.array(P), np.array(Q), (2,), RandomCoins(0), sampling="iid") == 2
     assert _resolve_verifier(None, "multi", 2, None)[1] is rrs
+
+
+def test_a_verifier_that_raises_is_reported_by_name_with_its_cause():
+    # Issue 16, bad input: a user verifier that raises gets a clear error naming it and the
+    # row, the original exception chained, on every path that runs it.
+    def boom_blackbox(target, draft, drafts, rng):
+        raise ZeroDivisionError("my bug")
+
+    def boom_coins(p, q, drafts, coins, *, sampling):
+        raise KeyError("my bug")
+
+    calls = [
+        lambda: verify(boom_blackbox, P, Q, [0, 1], rng=0),
+        lambda: stt.simulate(boom_blackbox, P, Q, n=2, trials=5, rng=0),
+        lambda: stt.check_lossless(boom_blackbox, P, Q, n=2, trials=50, rng=0),
+        lambda: verify(boom_coins, [P, P], [Q, Q], [[0, 1], [2, 2]], rng=0),
+        lambda: acceptance(boom_coins, P, Q, n=2),
+    ]
+    for call in calls:
+        with pytest.raises(stt.VerifierError, match=r"verifier 'boom_\w+' raised") as info:
+            call()
+        assert isinstance(info.value.__cause__, ZeroDivisionError | KeyError)

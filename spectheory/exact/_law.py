@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._errors import InstanceTooLargeError, InvalidParameterError
+from .._errors import InstanceTooLargeError, InvalidParameterError, SpecTheoryError, VerifierError
 from ..coins import enumerate_outcomes
 from ..drafting import greedy_split
 from ..verifiers._api import check_instance
@@ -118,7 +118,15 @@ def _enumerate(function, p, q, drafts, sampling, budget):
     def run(coins):
         nonlocal runs
         runs += 1
-        y = function(p, q, drafts, coins, sampling=sampling)
+        try:
+            y = function(p, q, drafts, coins, sampling=sampling)
+        except SpecTheoryError:
+            raise
+        except Exception as exc:  # the user's bug, reported as such (chained)
+            raise VerifierError(
+                f"verifier {getattr(function, '__name__', function)!r} raised "
+                f"{type(exc).__name__}: {exc} (drafts {drafts})"
+            ) from exc
         if isinstance(y, bool) or not isinstance(y, int | np.integer) or not 0 <= y < p.shape[0]:
             raise InvalidParameterError(
                 f"verifier {getattr(function, '__name__', function)!r} returned {y!r} for drafts "

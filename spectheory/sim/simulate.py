@@ -64,21 +64,18 @@ def reference_tokens(v, p, q, drafts, sampling, rng, uniforms=None):
     ``rng`` (or ``ReplayCoins(uniforms[b, t])``); a black box gets ``rng``
     itself.  Every returned value is checked to be a token id of the row.
     """
-    from ..verifiers._api import check_token
+    from ..verifiers._api import call_verifier
 
     B, T, _ = drafts.shape
-    V = p.shape[1]
     tokens = np.empty((B, T), dtype=np.int64)
     coins = RandomCoins(rng)
     for b in range(B):
         for t in range(T):
-            d = drafts[b, t]
             if v.protocol == "blackbox":
-                y = v.function(p[b], q[b], d.copy(), rng)
+                randomness = rng
             else:
-                c = coins if uniforms is None else ReplayCoins(uniforms[b, t])
-                y = v.function(p[b], q[b], tuple(int(x) for x in d), c, sampling=sampling)
-            tokens[b, t] = check_token(y, V, v.name, b)
+                randomness = coins if uniforms is None else ReplayCoins(uniforms[b, t])
+            tokens[b, t] = call_verifier(v, p[b], q[b], drafts[b, t], randomness, sampling, b)
     return tokens
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import InvalidParameterError, ShapeMismatchError
+from .._errors import InvalidParameterError, ShapeMismatchError, SpecTheoryError, VerifierError
 from .._validate import as_distribution_pair, check_choice, check_positive_int, check_rng
 from ..coins import RandomCoins
 from ..drafting import SAMPLINGS, check_draft_support, greedy_split
@@ -117,13 +117,52 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
         d = tuple(int(x) for x in rows[b])
         row = b if batched else None
         _check_drafts(v, q[b], d, sampling, row)
-        if v.protocol == "coins":
-            y = v.function(p[b], q[b], d, coins, sampling=sampling)
-        else:
-            y = v.function(np.asarray(p[b], dtype=np.float64), np.asarray(q[b], dtype=np.float64),
-                           np.array(d, dtype=np.int64), gen)  # fmt: skip
-        out[b] = check_token(y, p.shape[1], v.name, row)
+        out[b] = call_verifier(v, p[b], q[b], d, coins if v.protocol == "coins" else gen,
+                               sampling, row)  # fmt: skip
     return out if batched else int(out[0])
+
+
+def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
+    """One run of a verifier record by its protocol; the output checked to be a token of the row.
+
+    Parameters
+    ----------
+    v : Verifier
+    p, q : ndarray (V,)
+    drafts : sequence of int
+    randomness : Coins (coins protocol) or numpy.random.Generator (black box)
+    sampling : str
+    row : int, optional
+        Named in error messages.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    VerifierError
+        The verifier raised an exception that is not a spectheory error: the
+        message names the verifier, the row and the drafts, and the original
+        exception is chained (a user's bug is reported, not mistaken for ours).
+    InvalidParameterError
+        It returned something other than a token id in ``[0, V)``.
+    """
+    try:
+        if v.protocol == "coins":
+            y = v.function(p, q, tuple(int(x) for x in drafts), randomness, sampling=sampling)
+        else:
+            y = v.function(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64),
+                           np.array(drafts, dtype=np.int64), randomness)  # fmt: skip
+    except SpecTheoryError:
+        raise
+    except Exception as exc:
+        where = f" on row {row}" if row is not None else ""
+        raise VerifierError(
+            f"verifier {v.name!r} raised {type(exc).__name__}: {exc}{where} "
+            f"(drafts {tuple(int(x) for x in drafts)})"
+        ) from exc
+    return check_token(y, p.shape[0], v.name, row)
 
 
 def check_token(y, V, name, row=None):
