@@ -173,7 +173,7 @@ def test_references_are_found():
         ("(docs/theory.md §8.1 and §8.9)", "no heading '8.9'"),
         ("# docs/theory.md\n# §1.5(z)", "no part (z)"),
         ('rules (docs/design.md,\n"Numerics and bad output")', "docs/design.md"),
-        ("as in ../shared/notes", "outside pointer"),
+        ("as in ../" + "shared/notes", "outside pointer"),
         ("from " + "THEORY" + ".md section 2", "outside pointer"),
         ("(" + "THEORY" + " 6.1, forms unconfirmed)", "outside pointer"),
     ],
