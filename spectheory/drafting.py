@@ -123,8 +123,14 @@ def greedy_split(q, n: int):
 
 
 def set_law_row(q, n, sampling):
-    """Membership classes of one row: dict frozenset -> probability (exact for Fractions)."""
+    """Membership classes of one row: dict frozenset -> probability (exact for Fractions).
+
+    Refuses (:class:`~spectheory.InstanceTooLargeError`) enumerations beyond
+    :data:`MAX_ENUMERATION`, whoever the caller: the transport-LP verifiers at a
+    real vocabulary would otherwise build billions of draft sets in memory.
+    """
     support = [int(i) for i in np.flatnonzero(q != 0)]
+    _check_enumeration(len(support), n, sampling, "the draft-set law")
     law: dict[frozenset, object] = {}
     if sampling == "iid":
         for combo in itertools.combinations_with_replacement(support, n):
