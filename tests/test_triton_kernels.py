@@ -180,8 +180,9 @@ def test_counters_accumulate_in_place():
 
 def test_generator_reproducible():
     rng = np.random.default_rng(3)
-    p = torch.from_numpy(softmax(rng.standard_normal((20, 4, 30))))
-    q = torch.from_numpy(softmax(rng.standard_normal((20, 3, 30))))
+    # spectheory's softmax takes (V,) or (B, V) rows: flatten the steps, then restore them.
+    p = torch.from_numpy(softmax(rng.standard_normal((80, 30)))).reshape(20, 4, 30)
+    q = torch.from_numpy(softmax(rng.standard_normal((60, 30)))).reshape(20, 3, 30)
     gen = torch.Generator().manual_seed(2)
     x = torch.multinomial(q.reshape(-1, 30), 1, generator=gen).reshape(20, 3)
     runs = [
