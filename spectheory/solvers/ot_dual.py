@@ -50,6 +50,7 @@ from .._errors import InstanceTooLargeError
 from .._validate import as_distribution_pair, check_choice, check_positive_int
 from ..drafting import SAMPLINGS, check_draft_support
 from . import _bound_kernels as _k
+from ._result import SolverResult
 
 __all__ = ["MAX_DRAFTS", "METHODS", "BoundResult", "bound", "ratio_order", "solve_bound"]
 
@@ -58,8 +59,8 @@ METHODS = ("dual", "lp", "maxflow", "enumerate")
 
 
 @dataclass(frozen=True)
-class BoundResult:
-    """Result of :func:`solve_bound`.
+class BoundResult(SolverResult):
+    """Result of :func:`solve_bound` (the shared fields: :class:`.SolverResult`).
 
     Attributes
     ----------
@@ -68,23 +69,21 @@ class BoundResult:
     certificate : ndarray of bool, shape (V,) or (B, V)
         An optimal token set ``H`` of the dual; the value equals
         ``target(H) + P(some draft falls outside H)``.
-    method, sampling : str
+    sampling : str
     n : int
-    status : str
-        ``"optimal"`` when the solve succeeded.
-    message : str
-        What the method guarantees (accuracy, solver statistics).
     exact_value : Fraction or list of Fraction or None
         The value in rational arithmetic, for the exact methods.
+    method, status, message, inputs
+        ``method`` is the ``method=`` argument; ``status`` is ``"optimal"``
+        (every method returns the optimum or raises); ``message`` says what the
+        method guarantees (accuracy, solver statistics); ``inputs`` holds
+        ``n``, ``sampling`` and ``atol``.
     """
 
     value: float | np.ndarray
     certificate: np.ndarray
-    method: str
     sampling: str
     n: int
-    status: str = "optimal"
-    message: str = ""
     exact_value: object = field(default=None, repr=False)
 
 
@@ -296,7 +295,10 @@ def solve_bound(target, draft, n=1, sampling="iid", method="dual", *, atol=None)
         value = float(value[0])
         cert = cert[0]
         exact = exact[0] if exact is not None else None
-    return BoundResult(value, cert, method, sampling, n, "optimal", message, exact)
+    return BoundResult(
+        value, cert, sampling, n, exact, method=method, status="optimal", message=message,
+        inputs={"n": n, "sampling": sampling, "atol": atol},
+    )
 
 
 def bound(target, draft, n=1, sampling="iid", *, atol=None):

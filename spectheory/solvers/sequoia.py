@@ -36,13 +36,14 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
+from ._result import SolverResult
 
 __all__ = ["SequoiaResult", "sequoia_tree", "sequoia_values", "tree_value"]
 
 
 @dataclass(frozen=True)
-class SequoiaResult:
-    """The optimal tree of :func:`sequoia_tree`.
+class SequoiaResult(SolverResult):
+    """The optimal tree of :func:`sequoia_tree` (the shared fields: :class:`.SolverResult`).
 
     Attributes
     ----------
@@ -54,6 +55,10 @@ class SequoiaResult:
         Node budget ``m`` (root included).
     max_levels : int
         Level limit ``l`` (root included).
+    method, status, message, inputs
+        ``"sequoia_dp"``; ``"optimal"`` (the dynamic program is a complete
+        search over trees of the budget); ``inputs`` holds ``budget`` and
+        ``max_levels`` (resolved: the budget when no limit was given).
     """
 
     parents: tuple
@@ -191,7 +196,11 @@ def sequoia_tree(acceptance, budget: int, max_levels: int | None = None) -> Sequ
     value = float(G[budget, levels])
     if abs(tree_value(parents, acc) - value) > 1e-9 * max(1.0, value):
         raise AssertionError("Sequoia reconstruction disagrees with its table")  # pragma: no cover
-    return SequoiaResult(tuple(parents), value, budget, levels)
+    return SequoiaResult(
+        tuple(parents), value, budget, levels, method="sequoia_dp", status="optimal",
+        message="dynamic program over (nodes, levels, root children); tree read back",
+        inputs={"budget": budget, "max_levels": levels},
+    )
 
 
 def tree_value(parents, acceptance) -> float:
