@@ -44,6 +44,7 @@ from scipy import stats
 from .._errors import InvalidParameterError
 from .._validate import check_choice, check_limit, check_positive_int, check_rng
 from . import _published
+from ._result import SolverResult
 
 __all__ = [
     "LogLinearFit",
@@ -55,8 +56,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class LogLinearFit:
+class LogLinearFit(SolverResult):
     r"""Result of :func:`fit_log_linear`: :math:`y = a + b \log_B x`.
+
+    The shared fields (``method``, ``status``, ``message``, ``inputs``) come
+    from :class:`.SolverResult`.
 
     Attributes
     ----------
@@ -75,6 +79,11 @@ class LogLinearFit:
         Bootstrap resamples used (degenerate ones dropped).
     x, y : ndarray (n,)
         The data.
+    method, status, message, inputs
+        ``"ols"`` (least squares in closed form, percentile bootstrap);
+        ``"optimal"`` (the least-squares minimiser); the message counts the
+        bootstrap resamples kept; ``inputs`` holds ``base``, ``n_boot`` (as
+        requested), ``confidence`` and ``seed`` (when it is an int or None).
     """
 
     intercept: float
@@ -258,6 +267,12 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
         n_boot=int(ok.sum()),
         x=xs,
         y=ys,
+        method="ols",
+        status="optimal",
+        message=f"least squares in closed form; {int(ok.sum())} of {n_boot} bootstrap "
+        "resamples kept (those with a single distinct x dropped)",
+        inputs={"base": float(base), "n_boot": n_boot, "confidence": confidence}
+        | ({"seed": seed} if seed is None or isinstance(seed, int) else {}),
     )
 
 

@@ -66,6 +66,7 @@ import numpy as np
 
 from .._errors import InstanceTooLargeError, InvalidParameterError, SolverError
 from .._validate import check_choice, check_limit, check_positive_int, check_positive_real
+from ._result import SolverResult
 from .speedup import optimal_gamma_positional
 
 __all__ = [
@@ -85,8 +86,8 @@ MAX_K = 1_000
 
 
 @dataclass(frozen=True)
-class SpecDecPPResult:
-    """Result of :func:`solve_specdecpp`.
+class SpecDecPPResult(SolverResult):
+    """Result of :func:`solve_specdecpp` (the shared fields: :class:`.SolverResult`).
 
     Attributes
     ----------
@@ -123,7 +124,13 @@ class SpecDecPPResult:
     iterations : int
         Dinkelbach iterations (1 for ``"lp"``).
     n_states : int
-    method, status, message : str
+    method, status, message, inputs
+        ``"dinkelbach"`` or ``"lp"``; ``"optimal"``, or ``"max_iter"`` when
+        Dinkelbach's iteration stopped at ``max_iter`` before
+        :math:`|\\Delta\\lambda| \\le` ``tol`` ``t_target`` (the policy is
+        then the best response to the last :math:`\\lambda`, not proved
+        optimal); ``inputs`` holds ``t_draft``, ``t_target``, ``k_max``, ``tol``
+        and ``max_iter`` (the acceptance law and transition matrix are left out).
     """
 
     average_cost: float
@@ -140,9 +147,6 @@ class SpecDecPPResult:
     fixed_speedup: float
     iterations: int
     n_states: int
-    method: str
-    status: str
-    message: str
 
 
 # --------------------------------------------------------------------------- input
@@ -620,6 +624,13 @@ def solve_specdecpp(
         method=method,
         status=status,
         message=message,
+        inputs={
+            "t_draft": t_draft,
+            "t_target": t_target,
+            "k_max": k_max,
+            "tol": tol,
+            "max_iter": max_iter,
+        },
     )
 
 

@@ -59,6 +59,7 @@ from scipy.special import lambertw
 
 from .._errors import InvalidParameterError
 from .._validate import check_choice, check_limit, check_positive_int
+from ._result import SolverResult
 
 __all__ = [
     "GAMMA_METHODS",
@@ -482,8 +483,11 @@ def speedup_positional(acceptance, c, *, kind="conditional"):
 
 
 @dataclass(frozen=True)
-class OptimalGammaResult:
+class OptimalGammaResult(SolverResult):
     """Result of :func:`optimal_gamma` and :func:`optimal_gamma_positional`.
+
+    The shared fields (``method``, ``status``, ``message``, ``inputs``) come
+    from :class:`.SolverResult`.
 
     Attributes
     ----------
@@ -501,9 +505,14 @@ class OptimalGammaResult:
         True where :math:`S` still increases at ``gamma_max`` (or at ``K``):
         ``gamma`` is then the cap, not the optimum.
     method : str
+        The ``method=`` argument.
     status : str
         ``"optimal"``, or ``"capped"`` if any entry is capped.
     message : str
+    inputs : dict
+        ``gamma_max`` (:func:`optimal_gamma`) or ``kind``
+        (:func:`optimal_gamma_positional`); ``alpha``, ``c`` and
+        ``acceptance`` are array_like and left out.
     """
 
     gamma: int | np.ndarray
@@ -511,9 +520,6 @@ class OptimalGammaResult:
     tokens_per_round: float | np.ndarray
     gamma_continuous: float | np.ndarray | None
     capped: bool | np.ndarray
-    method: str
-    status: str
-    message: str
 
 
 def continuous_optimal_gamma(alpha, c):
@@ -712,6 +718,7 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
         method=method,
         status=status,
         message=message,
+        inputs={"gamma_max": gamma_max},
     )
 
 
@@ -783,6 +790,7 @@ def optimal_gamma_positional(acceptance, c, *, kind="conditional", method="margi
             if n_capped
             else f"exact integer optimum by the {method} method"
         ),
+        inputs={"kind": kind},
     )
 
 
