@@ -66,6 +66,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
+from ..solvers._result import SolverResult
 
 __all__ = [
     "Fixed",
@@ -141,8 +142,11 @@ class Threshold:
 
 
 @dataclass(frozen=True)
-class PolicyResult:
+class PolicyResult(SolverResult):
     """Exact expected performance of one policy on a set of continuations.
+
+    The shared fields (``method``, ``status``, ``message``, ``inputs``) come
+    from :class:`~spectheory.solvers.SolverResult`.
 
     Attributes
     ----------
@@ -160,7 +164,13 @@ class PolicyResult:
     tokens, rounds, discards, drafts : float
         :math:`N` and the expected totals.
     method : str
-        ``"exact"`` (dynamic programming over positions).
+        ``"position_dp"`` (dynamic programming over round starts, fixed and
+        threshold policies) or ``"position_gamma_dp"`` (over round starts and
+        the current draft length, the heuristic).
+    status : str
+        ``"exact"``: exact expectations, nothing sampled or optimised.
+    inputs : dict
+        ``c`` and ``k_max`` (``policy`` is named by the field ``policy``).
     """
 
     policy: str
@@ -174,7 +184,6 @@ class PolicyResult:
     rounds: float
     discards: float
     drafts: float
-    method: str = "exact"
 
 
 def _as_sequences(beta, name="beta"):
@@ -347,6 +356,10 @@ def simulate_policy(beta, policy, c, *, k_max=25) -> PolicyResult:
         rounds=float(rounds),
         discards=float(discards),
         drafts=float(drafts),
+        method="position_gamma_dp" if isinstance(policy, Heuristic) else "position_dp",
+        status="exact",
+        message=f"exact expectations over {len(seqs)} continuations, {int(N)} positions",
+        inputs={"c": c, "k_max": k_max},
     )
 
 

@@ -52,6 +52,7 @@ from .._errors import InvalidParameterError, ShapeMismatchError
 from .._validate import as_distribution_pair, check_positive_int, check_rng
 from ..coins import RandomCoins, ReplayCoins
 from ..drafting import check_draft_support
+from ..solvers._result import SolverResult
 from . import _kernels
 
 __all__ = ["SimulationResult", "reference_tokens", "simulate"]
@@ -80,8 +81,8 @@ def reference_tokens(v, p, q, drafts, sampling, rng, uniforms=None):
 
 
 @dataclass(frozen=True)
-class SimulationResult:
-    """Result of :func:`simulate`.
+class SimulationResult(SolverResult):
+    """Result of :func:`simulate` (the shared fields: :class:`~spectheory.solvers.SolverResult`).
 
     Attributes
     ----------
@@ -101,6 +102,11 @@ class SimulationResult:
         Mean of ``acceptance`` over rows.
     engine : str
         ``"numba"`` (kernel) or ``"reference"`` (Python verifier).
+    method, status, message, inputs
+        ``"monte_carlo"``; ``"sampled"`` (estimates with sampling error);
+        the message names the engine and the source of the uniforms;
+        ``inputs`` holds ``n``, ``sampling`` (resolved), ``trials`` and ``rng``
+        (when it is an int seed).
     """
 
     verifier: str
@@ -206,6 +212,7 @@ def simulate(
     trials = check_positive_int(trials, "trials")
     v, sampling = _resolve(verifier, n, sampling)
     name = v.name
+    seed_in = rng if seed is None else seed
     gen = _rng(rng, seed)
     p, q, _ = as_distribution_pair(target, draft)
     check_draft_support(q, n, sampling, True)
@@ -246,6 +253,8 @@ def simulate(
     else:
         tokens = reference_tokens(v, p, q, drafts, sampling, gen, None if uniforms is None else u)
         engine = "reference"
+    given = uniforms is not None or draft_uniforms is not None
+    origin = "given by the caller" if given else "drawn from rng"
     accepted = (drafts == tokens[:, :, None]).any(axis=2)
     acceptance = accepted.mean(axis=1)
     return SimulationResult(
@@ -258,4 +267,9 @@ def simulate(
         acceptance=acceptance,
         mean_acceptance=float(acceptance.mean()),
         engine=engine,
+        method="monte_carlo",
+        status="sampled",
+        message=f"{trials} trials per row by the {engine} engine, uniforms {origin}",
+        inputs={"n": n, "sampling": sampling, "trials": trials}
+        | ({"rng": seed_in} if isinstance(seed_in, int) else {}),
     )
