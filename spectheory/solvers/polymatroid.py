@@ -54,6 +54,7 @@ import numpy as np
 
 from .._errors import SolverError
 from ._polymatroid_kernels import PERMANENT, plan_core
+from ._result import SolverResult
 
 __all__ = [
     "PERMANENT",
@@ -68,8 +69,12 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class OptimalPlan:
+class OptimalPlan(SolverResult):
     """The per-row tables of the optimal i.i.d. verifier.
+
+    The shared fields come from :class:`.SolverResult`: ``method``
+    ``"tier_sweep"``, ``status`` ``"optimal"`` (``alpha`` is
+    :math:`\\alpha^*`), ``inputs`` ``{"n": n}``.
 
     Attributes
     ----------
@@ -101,6 +106,9 @@ class OptimalPlan:
     y: np.ndarray
     residual: np.ndarray
     alpha: object
+
+
+_SHARED = {"method": "tier_sweep", "status": "optimal"}
 
 
 def chord_density(a, b, n):
@@ -272,7 +280,11 @@ def plan_python(p, q, n):
     total = excess.sum()
     resid = excess / total if total > 0 else p.copy()
     alpha = sum((p[i] if p[i] < y[i] else y[i] for i in range(V)), z)
-    return OptimalPlan(np.array(order, dtype=np.int64), nT, pos, rank, w_top, w_h, y, resid, alpha)
+    return OptimalPlan(
+        np.array(order, dtype=np.int64), nT, pos, rank, w_top, w_h, y, resid, alpha,
+        **_SHARED, message=f"tier sweep in {'exact' if exact else 'float'} arithmetic (Python)",
+        inputs={"n": n},
+    )
 
 
 def _weights(w, exact):
@@ -318,7 +330,10 @@ def plan_row(p, q, n):
     order, nT, pos, rank, w_top, w_h, y, excess, alpha = plan_core(p, q, int(n))
     total = excess.sum()  # numpy's sum, as the reference's residual
     resid = excess / total if total > 0 else p.copy()
-    return OptimalPlan(order, int(nT), pos, rank, w_top, w_h, y, resid, float(alpha))
+    return OptimalPlan(
+        order, int(nT), pos, rank, w_top, w_h, y, resid, float(alpha),
+        **_SHARED, message="tier sweep in float64 (numba)", inputs={"n": int(n)},
+    )
 
 
 def alpha_cvxpy(p, counts, n, *, solver="HIGHS"):
