@@ -6,9 +6,13 @@
 - :mod:`.specdecpp`: the SpecDec++ decision process, solved exactly.
 - :mod:`.scaling`: log-linear scaling-law fits and published data.
 - :mod:`.sequoia`: Sequoia's optimal-tree dynamic program.
+
+Every result derives from :class:`SolverResult`: ``method``, ``status`` (one
+of :data:`STATUSES`), ``message`` and the call's scalar ``inputs``.
 """
 
 from . import scaling, specdecpp, speedup
+from ._result import STATUSES, SolverResult
 from .ot_dual import METHODS, BoundResult, bound, greedy_value, ratio_order, solve_bound
 from .scaling import LogLinearFit, fit_log_linear, leviathan_capacity_data, spec_bench_tau
 from .sequoia import SequoiaResult, sequoia_tree, sequoia_values, tree_value
@@ -34,10 +38,12 @@ __all__ = [
     "GAMMA_METHODS",
     "METHODS",
     "SPECDECPP_METHODS",
+    "STATUSES",
     "BoundResult",
     "LogLinearFit",
     "OptimalGammaResult",
     "SequoiaResult",
+    "SolverResult",
     "SpecDecPPResult",
     "bound",
     "continuous_optimal_gamma",
