@@ -10,10 +10,12 @@ Regenerates
    "stop iff :math:`P(\text{some drafted token rejected}) \ge h`" that
    reproduce the optimal policy (the paper's Theorem 3.1 says such a
    threshold rule is optimal), the myopic rule, and the best fixed
-   :math:`\gamma` (``mdp.csv``), plus the speedup of every threshold against
-   :math:`h` (``threshold_sweep.csv``, ``threshold_sweep.png``);
+   :math:`\gamma` (``mdp.csv``), plus the speedup and the average draft
+   length of every threshold against :math:`h`, :math:`h = 0` ("never
+   draft", the :math:`\gamma = 0` policy) included (``threshold_sweep.csv``,
+   ``threshold_sweep.png``: the paper's speedup-against-threshold figure);
 2. the same comparison on the real model, in the quick form of
-   :mod:`spectheory.sim.draft_length_report`: per-position acceptances of an
+   :mod:`spectheory.experiments.draft_length`: per-position acceptances of an
    early-exit draft along the trace's continuations, an acceptance head
    trained on a quarter-held-out split of the prompts
    (:mod:`spectheory.lm.acchead`), and the exact renewal speedups of the best
@@ -21,7 +23,12 @@ Regenerates
    head's threshold, at the measured CPU cost ratio and a sweep of
    :math:`c` (``real_policies.csv``, ``real_policies.png``).  The fixed length
    (:math:`\gamma = 0..12`, 0 being plain decoding) and both thresholds are
-   chosen on the training prompts and evaluated on the held-out ones.
+   chosen on the training prompts and evaluated on the held-out ones; the
+   threshold grid starts at :math:`h = 0` (never draft).  The speedup and
+   average draft length of the oracle's and the head's rule against
+   :math:`h` on the held-out prompts (``real_threshold_sweep.csv/.png``);
+3. the main table (``main_table.csv``): the abstract's speeds and gains as
+   printed beside ours, adaptive against the best fixed length.
 
 References
 ----------
@@ -74,6 +81,34 @@ PUBLISHED_GAIN_PERCENT = {"Alpaca": "7.2", "HumanEval": "11.1", "GSM8K": "9.4"}
 
 C_MDP = 0.2
 K_MAX = 25
+
+
+def threshold_grid(points: int) -> np.ndarray:
+    """Thresholds swept: ``h = 0`` (never draft: the rule stops before the first token,
+    the same policy as ``gamma = 0``) and ``points`` values evenly spaced in [0.05, 0.95].
+
+    >>> [round(h, 12) for h in threshold_grid(3)]
+    [0.0, 0.05, 0.5, 0.95]
+    """
+    return np.concatenate([[0.0], np.linspace(0.05, 0.95, points)])
+
+
+def threshold_round(law, c: float, h: float, k_max: int = K_MAX) -> tuple:
+    r"""Speedup and expected drafted tokens per round of the rule "stop iff
+    :math:`1 - P \ge h`" on an i.i.d. acceptance law.
+
+    The rule does not depend on the cost ratio, so its speedup at ``c = 0`` is
+    its expected tokens per round :math:`1 + N`; at ``c`` the speedup is
+    :math:`S = (1 + N) / (1 + c D)` (docs/theory.md §5.4), hence the expected
+    drafted tokens per round :math:`D = ((1 + N)/S - 1)/c`.
+
+    >>> s, d = threshold_round({0.5: 1.0}, 0.2, 0.6)
+    >>> round(s, 12), round(d, 12)
+    (1.25, 2.0)
+    """
+    speed = evaluate_threshold_policy(law, c, h, k_max=k_max)
+    tokens = evaluate_threshold_policy(law, 0.0, h, k_max=k_max)
+    return speed, max(0.0, (tokens / speed - 1.0) / c)
 
 
 def _half_unit(printed: str) -> float:
@@ -157,22 +192,42 @@ def mdp_checks(run: Run) -> list:
             r.is_threshold,
             kind="published",
         )
-        for h in np.linspace(0.05, 0.95, 19 if run.quick else 91):
+        grid = threshold_grid(19 if run.quick else 91)
+        for h in grid:
+            speed, drafts = threshold_round(law, C_MDP, float(h))
             sweep.append(
-                {
-                    "case": name,
-                    "h": float(h),
-                    "speedup": evaluate_threshold_policy(law, C_MDP, float(h), k_max=K_MAX),
-                }
+                {"case": name, "h": float(h), "speedup": speed, "drafts_per_round": drafts}
             )
-        best_sweep = max(s["speedup"] for s in sweep if s["case"] == name)
+        mine = [s for s in sweep if s["case"] == name]
+        best_sweep = max(s["speedup"] for s in mine)
         run.check(
-            f"{name} law: no threshold on a grid of {19 if run.quick else 91} beats the solver",
+            f"{name} law: no threshold on a grid of {grid.size} beats the solver",
             "docs/theory.md §5.4 [derived]",
             f"S* = {r.speedup:.6f}",
             f"best on the grid {best_sweep:.6f}",
             "grid best <= S* + 1e-12",
             best_sweep <= r.speedup + 1e-12,
+            kind="derived",
+        )
+        run.check(
+            f"{name} law: the best threshold on the grid beats every fixed length",
+            "SpecDec++ Theorem 3.1 [paper: a threshold policy is optimal, and a fixed length is "
+            "one policy of the MDP]; docs/theory.md §5.4",
+            f"best fixed gamma = {r.fixed_gamma}: {r.fixed_speedup:.4f}",
+            f"best threshold on the grid {best_sweep:.4f}",
+            "grid best > best fixed speedup",
+            best_sweep > r.fixed_speedup,
+            kind="published",
+        )
+        lengths = [s["drafts_per_round"] for s in mine]
+        run.check(
+            f"{name} law: the average draft length grows with the threshold",
+            "SpecDec++ §4 [paper: stop when P(some rejection) exceeds h, so a larger h drafts "
+            "longer]; docs/theory.md §5.4",
+            "non-decreasing in h, 0 at h = 0 (never draft)",
+            f"{lengths[0]:.3f} at h = 0 .. {lengths[-1]:.3f} at h = {grid[-1]:.2f}",
+            "every step >= -1e-9 and exactly 0 drafts at h = 0",
+            lengths[0] == 0.0 and bool(np.all(np.diff(lengths) >= -1e-9)),
             kind="derived",
         )
     run.table("mdp", rows)
@@ -190,18 +245,28 @@ def mdp_checks(run: Run) -> list:
         required=False,
         kind="published",
     )
-    with run.figure("threshold_sweep") as (_fig, ax):
+    with run.figure("threshold_sweep", ncols=2) as (_fig, axes):
         for row in rows:
-            hs = [s["h"] for s in sweep if s["case"] == row["case"]]
-            ss = [s["speedup"] for s in sweep if s["case"] == row["case"]]
-            ax.plot(hs, ss, label=f"{row['case']} (E[a] = {row['mean_acceptance']:.3f})")
-            ax.axhline(row["fixed_speedup"], ls="--", lw=0.8, color=ax.lines[-1].get_color())
-            ax.axvspan(row["threshold_lo"], row["threshold_hi"], alpha=0.2)
-        ax.set(xlabel="threshold h: stop iff P(some drafted token rejected) >= h",
-               ylabel="speedup (exact)")  # fmt: skip
-        ax.set_title("SpecDec++ threshold policy vs best fixed length (dashed), c = 0.2")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+            mine = [s for s in sweep if s["case"] == row["case"]]
+            hs = [s["h"] for s in mine]
+            ax = axes[0]
+            ax.plot(hs, [s["speedup"] for s in mine],
+                    label=f"{row['case']} (E[a] = {row['mean_acceptance']:.3f})")  # fmt: skip
+            color = ax.lines[-1].get_color()
+            ax.axhline(row["fixed_speedup"], ls="--", lw=0.8, color=color)
+            ax.axvspan(row["threshold_lo"], row["threshold_hi"], alpha=0.2, color=color)
+            axes[1].plot(hs, [s["drafts_per_round"] for s in mine], color=color,
+                         label=row["case"])  # fmt: skip
+            axes[1].axhline(row["fixed_gamma"], ls="--", lw=0.8, color=color)
+        axes[0].set(xlabel="threshold h: stop iff P(some drafted token rejected) >= h",
+                    ylabel="speedup (exact)")  # fmt: skip
+        axes[0].set_title("speedup vs threshold; dashed: best fixed length, band: optimal h")
+        axes[1].set(xlabel="threshold h (h = 0: never draft)",
+                    ylabel="average draft length (tokens drafted per round)")  # fmt: skip
+        axes[1].set_title(f"draft length vs threshold; dashed: best fixed gamma (c = {C_MDP})")
+        for ax in axes:
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
     return rows
 
 
@@ -260,8 +325,20 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
 
     b_tr, b_te = groups(ds.beta, train), groups(ds.beta, ~train)
     p_tr, p_te = groups(pred, train), groups(pred, ~train)
-    grid = np.linspace(0.05, 0.95, 19)
-    rows = []
+    # h = 0 (never draft, the gamma = 0 policy) is on the grid: at a high cost ratio the
+    # best rule is not to draft, and a grid without it would force drafting.
+    grid = threshold_grid(19)
+    rows, sweep = [], []
+    for c in (c_meas, 0.2):
+        for h in grid:
+            for kind, guess in (("oracle", None), ("head", tuple(p_te))):
+                r = simulate_policy(b_te, Threshold(float(h), guess), c)
+                sweep.append({"c": c, "c_is_measured": c == c_meas, "policy_kind": kind,
+                              "h": float(h), "speedup": r.speedup,
+                              "drafts_per_round": r.drafts_per_round,
+                              "tokens_per_round": r.tokens_per_round,
+                              "discard_rate": r.discard_rate,
+                              "verify_rate": r.verify_rate})  # fmt: skip
     for c in (c_meas, 0.05, 0.1, 0.2, 0.4):
 
         def head_speedup(h, c=c):
@@ -283,6 +360,8 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
                     "policy": r.policy,
                     "tuned_on": "training prompts" if key != "heuristic" else "-",
                     "speedup": r.speedup,
+                    "gain_over_best_fixed": r.speedup / res["best_fixed"].speedup - 1.0,
+                    "drafts_per_round": r.drafts_per_round,
                     "discard_rate": r.discard_rate,
                     "verify_rate": r.verify_rate,
                     "tokens_per_round": r.tokens_per_round,
@@ -305,6 +384,28 @@ def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float =
         ax.set_title(f"SmolLM2-135M, exit:{layer} draft, T = {temperature:g}")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
+    run.table("real_threshold_sweep", sweep)
+    with run.figure("real_threshold_sweep", ncols=2) as (_fig, axes):
+        for c, ls in ((c_meas, "-"), (0.2, "--")):
+            for kind, marker in (("oracle", "o"), ("head", "s")):
+                sel = [r for r in sweep if r["c"] == c and r["policy_kind"] == kind]
+                hs = [r["h"] for r in sel]
+                axes[0].plot(hs, [r["speedup"] for r in sel], ls=ls, marker=marker, ms=3,
+                             label=f"{kind}, c = {c:.2f}")  # fmt: skip
+                if c == 0.2:  # the draft length does not depend on c
+                    axes[1].plot(hs, [r["drafts_per_round"] for r in sel], marker=marker, ms=3,
+                                 label=kind)  # fmt: skip
+            fixed = next(r for r in rows if r["c"] == c and r["policy_kind"] == "best_fixed")
+            axes[0].axhline(fixed["speedup"], color="k", lw=0.8, ls=ls,
+                            label=f"best fixed ({fixed['policy']}), c = {c:.2f}")  # fmt: skip
+        axes[0].set(xlabel="threshold h (h = 0: never draft)",
+                    ylabel="speedup (exact renewal, held-out prompts)")  # fmt: skip
+        axes[0].set_title(f"SmolLM2-135M, exit:{layer}, T = {temperature:g}")
+        axes[1].set(xlabel="threshold h", ylabel="average draft length (drafted per round)")
+        axes[1].set_title("draft length vs threshold (held-out prompts)")
+        for ax in axes:
+            ax.legend(fontsize=7)
+            ax.grid(alpha=0.3)
     at = {r["policy_kind"]: r["speedup"] for r in rows if r["c"] == 0.2}
     run.check(
         "on the real trace at c = 0.2: oracle threshold policy vs best fixed length",
@@ -345,8 +446,46 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     """
     run = Run("specdecpp", out_dir, quick, progress)
     run.log("docs/theory.md §8.7: exact average-cost MDP, Dinkelbach and LP")
-    mdp_checks(run)
+    mdp = mdp_checks(run)
     run.log("real model: acceptance head and draft-length policies")
     loaded = get_model(loaded)
-    real_policies(run, get_trace(trace, quick, loaded, progress), loaded)
+    real = real_policies(run, get_trace(trace, quick, loaded, progress), loaded)
+    main_table(run, mdp, real)
     return run.result()
+
+
+def main_table(run: Run, mdp: list, real: list) -> list:
+    """The paper's main comparison, SpecDec++ against the best fixed length, in one table.
+
+    Rows: the abstract's three datasets as printed (speeds, and the gains quoted
+    from unrounded speeds), the two laws of docs/theory.md §8.7 (exact optimum
+    against the best fixed gamma), and the real trace's held-out prompts at the
+    measured cost ratio and at c = 0.2 (head and oracle thresholds against the
+    best fixed length, every tuned quantity chosen on the training prompts,
+    gamma = 0 and "never draft" included).
+    """
+    rows = [
+        {"setting": f"paper: {ds}, llama-2-chat 7B -> 70B, 2x A100", "source": "published",
+         "c": "", "adaptive": "SpecDec++", "adaptive_speedup": sd, "best_fixed": "SpecDec (best K)",
+         "best_fixed_speedup": fx, "gain_percent": PUBLISHED_GAIN_PERCENT[ds]}
+        for ds, (sd, fx) in PUBLISHED_GAINS.items()
+    ]  # fmt: skip
+    rows += [
+        {"setting": f"docs/theory.md §8.7 {r['case']} law, exact", "source": "ours",
+         "c": C_MDP, "adaptive": "optimal threshold", "adaptive_speedup": r["speedup"],
+         "best_fixed": f"gamma = {r['fixed_gamma']}", "best_fixed_speedup": r["fixed_speedup"],
+         "gain_percent": f"{100 * r['adaptive_gain']:.1f}"}
+        for r in mdp
+    ]  # fmt: skip
+    for c in sorted({r["c"] for r in real}):
+        at = {r["policy_kind"]: r for r in real if r["c"] == c}
+        fixed = at["best_fixed"]
+        for kind in ("head", "oracle"):
+            rows.append(
+                {"setting": f"SmolLM2 real trace, held-out prompts"
+                 f"{' (measured c)' if fixed['c_is_measured'] else ''}", "source": "ours",
+                 "c": c, "adaptive": at[kind]["policy"], "adaptive_speedup": at[kind]["speedup"],
+                 "best_fixed": fixed["policy"], "best_fixed_speedup": fixed["speedup"],
+                 "gain_percent": f"{100 * at[kind]['gain_over_best_fixed']:.1f}"}
+            )  # fmt: skip
+    return run.table("main_table", rows)
