@@ -20,9 +20,14 @@ Methods of :func:`solve_bound`:
 ``"dual"`` (default)
     i.i.d.: one sort and a prefix scan, :math:`O(V \log V)`; tokens with
     ``p/q > n`` cannot belong to an optimal set and are left out of the sort.
-    Without replacement: the same scan with :math:`Q(H_k)` for every prefix
-    from the exponential-clock integral, :math:`O(n V G)` with ``G`` nodes
-    (absolute error below 1e-12, see ``tests/test_bound_wor_accuracy.py``).
+    Without replacement: the same prefix minimum with :math:`Q(H_k)` from the
+    exponential-clock integral (``G`` nodes, absolute error below 1e-12,
+    ``tests/test_bound.py``), without a sort: tokens are bucketed by ``p/q``,
+    ``Q`` is integrated at bucket ends, and only buckets whose exact lower
+    bound beats the best value are sorted and scanned token by token; tokens
+    with ``p/q`` above a cut that no optimal prefix reaches are left out
+    (:mod:`._wor_bucket`, proofs there).  :func:`_wor_reference` is the plain
+    full-sort scan, kept as the slow oracle.
     Greedy: the closed form :math:`p(T) + \sum_{i \notin T} \min(p_i, \tilde q_i)`.
 ``"lp"``
     The primal transport LP over draft sets, solved by HiGHS (:mod:`.lp`).
@@ -50,6 +55,7 @@ from .._errors import InstanceTooLargeError
 from .._validate import as_distribution_pair, check_choice, check_positive_int
 from ..drafting import SAMPLINGS, check_draft_support
 from . import _bound_kernels as _k
+from . import _wor_bucket as _wb
 from ._result import SolverResult
 
 __all__ = ["MAX_DRAFTS", "METHODS", "BoundResult", "bound", "ratio_order", "solve_bound"]
@@ -176,8 +182,33 @@ _SCALE_EXP = 200
 
 
 def _wor(p, q, n):
-    B, V = p.shape
     if n == 1:  # one draw: the law is q itself
+        return _iid(p, q, 1)
+    best, cert = _wb.wor_bucket_min(p, q, n, _k.wor_t0(n))
+    return (
+        1.0 + best,
+        cert,
+        "bucketed prefix scan with exponential-clock Q(H) (sort-free), absolute error < 1e-12",
+    )
+
+
+def _wor_reference(p, q, n):
+    """The plain without-replacement scan: full sort, one integral per prefix.
+
+    Slow oracle of :func:`_wor` (the fast path skips prefixes by exact
+    inequalities, see :mod:`._wor_bucket`; both use the same quadrature).
+
+    Parameters
+    ----------
+    p, q : float64 (B, V)
+    n : int >= 1
+
+    Returns
+    -------
+    value (B,), certificate bool (B, V), message
+    """
+    B, V = p.shape
+    if n == 1:
         return _iid(p, q, 1)
     order = ratio_order(p, q)
     lam, iid_suffix_min = _k.wor_prepare(p, q, order, n)

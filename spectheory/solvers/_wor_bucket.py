@@ -1,0 +1,463 @@
+r"""Sort-free prefix scan of the without-replacement dual (numba, private).
+
+The reference scan (:func:`._bound_kernels.wor_prefix_min`) sorts the whole
+vocabulary by ``p/q`` and evaluates the exponential-clock integral of
+``Q(H_k)`` after every token.  This kernel returns the same minimum over the
+same prefixes, ``min_k [p(H_k) - Q(H_k)]`` (docs/theory.md §2.4, §2.5(c)),
+without the sort and with far fewer integrals:
+
+1. **Cut.**  With :math:`R_m` the draft mass left after removing the ``m``
+   largest draft tokens, every draw of the sequence takes token ``j`` with
+   probability at most :math:`q_j / R_m`, so ``j`` is drawn with probability
+   :math:`\pi_j \le c\, q_j`, :math:`c = \sum_{m=0}^{n-1} 1/R_m`.  For any
+   prefixes :math:`H_K \subseteq H_k`,
+   :math:`Q(H_k) - Q(H_K) \le P(\text{some draft} \in H_k \setminus H_K)
+   \le \sum_{j \in H_k \setminus H_K} \pi_j`, hence
+   :math:`f(k) - f(K) \ge \sum_{j} (p_j - \pi_j) \ge 0` when every token
+   after ``K`` has :math:`p_j/q_j \ge c`.  Those tokens (a suffix of the ratio
+   order) and the tokens with ``q = 0`` are never scanned; ``p = q = 0``
+   tokens change neither term and are skipped too.
+2. **Buckets.**  The other tokens go to order-preserving buckets of ``p/q``
+   (``WOR_PER_OCTAVE_BUCKETS`` per octave, from :func:`math.frexp`).  The
+   ratio order is the concatenation of the buckets, each sorted; the
+   Poisson-binomial state after a whole bucket does not depend on the order
+   inside it, so buckets are added in bulk and ``Q`` is evaluated at bucket
+   ends only.
+3. **Bounds.**  ``p(H)`` and ``Q(H)`` both increase along the order, so a
+   prefix inside bucket ``b`` has
+   :math:`f \ge P_{\text{start}}(b) + \min_{j\in b} p_j - Q(\text{end of } b)`;
+   a bucket is sorted and scanned token by token only when this bound is
+   below the best value found, from a snapshot of the state at its start.
+   Prefixes whose i.i.d. value :math:`p(H) - q(H)^n` (a lower bound, since
+   :math:`Q_{\rm wor}(H) \le q(H)^n`, §2.7) is not below the best are never
+   integrated, and the scan stops when no later bucket can go below it.
+
+Every skipped prefix is skipped by an inequality between exact quantities, so
+the result is the prefix minimum of the reference scan up to the quadrature
+error of the integrals it does evaluate (the same nodes and rule).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ._bound_kernels import (
+    WOR_DEAD,
+    WOR_LOW_TERMS,
+    WOR_STEP,
+    _octave_powers,
+    _pow_complement,
+)
+
+__all__ = ["WOR_CUT_MARGIN", "WOR_PER_OCTAVE_BUCKETS", "wor_bucket_min"]
+
+#: Buckets per octave of ``p/q``: finer buckets make the per-bucket bound
+#: tighter (fewer buckets scanned token by token) at the cost of more integrals.
+WOR_PER_OCTAVE_BUCKETS = 32
+#: Ratios below ``2**WOR_MIN_EXPONENT`` share one bucket.
+WOR_MIN_EXPONENT = -60
+#: Ratios above ``2**WOR_MAX_EXPONENT`` (and ``p / subnormal q = inf``) share the last bucket.
+WOR_MAX_EXPONENT = 1030
+#: Relative margin on the cut ``c``: covers the rounding of the sums ``R_m``
+#: (at most V ulp, 1e-10 at V = 10^6) and of ``c q_j``.
+WOR_CUT_MARGIN = 1e-9
+#: Snapshots of the Poisson-binomial state kept for buckets that may still
+#: need a token-by-token scan; when all are taken the oldest is scanned at once.
+WOR_SNAPSHOTS = 32
+
+
+@njit(cache=True)
+def _cut(q, n, mark):
+    """``c (1 + margin)``: tokens with ``p >= cut q`` cannot improve on the prefix before them.
+
+    ``inf`` (no cut) when ``n`` is large or the mass left after the ``n - 1``
+    largest tokens is 0.  ``mark`` is a scratch bool array of length V, left False.
+    """
+    V = q.shape[0]
+    m = n - 1
+    if m > 64:
+        return np.inf
+    top = np.zeros(m)
+    idx = np.full(m, -1, dtype=np.int64)
+    for i in range(V):
+        x = q[i]
+        if x > top[m - 1] or idx[m - 1] < 0:
+            j = m - 1
+            while j > 0 and (idx[j - 1] < 0 or top[j - 1] < x):
+                top[j] = top[j - 1]
+                idx[j] = idx[j - 1]
+                j -= 1
+            top[j] = x
+            idx[j] = i
+    for j in range(m):
+        mark[idx[j]] = True
+    rest = 0.0  # summed directly: 1 - q(top) would cancel for a peaked draft
+    for i in range(V):
+        if not mark[i]:
+            rest += q[i]
+    for j in range(m):
+        mark[idx[j]] = False
+    if rest <= 0.0:
+        return np.inf
+    c = 1.0 / rest
+    for j in range(m - 1, -1, -1):  # R_j = rest + top[j] + ... + top[m - 1]
+        rest += top[j]
+        c += 1.0 / rest
+    return c * (1.0 + WOR_CUT_MARGIN)
+
+
+@njit(cache=True)
+def _bucket_of(r, emin, per, last):
+    if r == 0.0:
+        return 0
+    if not r < np.inf:
+        return last
+    m, e = math.frexp(r)
+    if e < emin:
+        return 1
+    b = 2 + (e - emin) * per + int((m - 0.5) * 2.0 * per)
+    return min(b, last)
+
+
+@njit(cache=True)
+def _add_token(P, x, t, a, y, g_hi, n):
+    """Multiply the truncated Poisson-binomial law by the clock of one token (mass x)."""
+    _octave_powers(x, t, a, y, g_hi)
+    for j in range(n - 1, 0, -1):
+        for g in range(g_hi):
+            P[j, g] = P[j, g] * a[g] + P[j - 1, g] * y[g]
+    for g in range(g_hi):
+        P[0, g] *= a[g]
+
+
+@njit(cache=True)
+def _prune(P, g_hi, n):
+    """Drop dead top nodes: P(N_H(t) <= n-1) only decreases as H grows."""
+    while g_hi > 0:
+        s = 0.0
+        for j in range(n):
+            s += P[j, g_hi - 1]
+        if s >= WOR_DEAD:
+            break
+        g_hi -= 1
+    return g_hi
+
+
+@njit(cache=True)
+def _q_integral(P, lam, scale, t, g_hi, n, coef, h, e, work):
+    """Q(H) = 1 - int lam e^{-lam t} P(N_H(t) <= n-1) dt on the log-time grid."""
+    if lam <= 0.0:
+        return 1.0
+    ls = lam * scale  # exact: scale is a power of 2
+    x0 = ls * t[0]
+    acc = 0.0
+    xp = x0
+    for j in range(WOR_LOW_TERMS):
+        acc += coef[j] * xp
+        xp *= x0
+    _octave_powers(ls, t, e, work, g_hi)
+    for g in range(g_hi):
+        s = 0.0
+        for j in range(n):
+            s += P[j, g]
+        acc += ls * t[g] * e[g] * s
+    return 1.0 - h * acc
+
+
+@njit(cache=True)
+def _low_coefficients(h):
+    # Lattice nodes below t0 (P(N_H <= n-1) = 1 there): sum_m x_m e^{-x_m},
+    # x_m = lam t0 e^{-m h}, as a power series in lam t0 (see _bound_kernels._wor_row).
+    r1 = math.exp(-h)
+    coef = np.empty(WOR_LOW_TERMS)
+    fact = 1.0
+    for j in range(WOR_LOW_TERMS):
+        if j > 0:
+            fact *= -j
+        rj = r1 ** (j + 1)
+        coef[j] = rj / (1.0 - rj) / fact
+    return coef
+
+
+@njit(cache=True)
+def _scan_bucket(b, P0, g0, p, q, toks, keys, n, best, Pstart, support0, tail_b,
+                 scale, t, coef, h, P, a, y, e, work):
+    """Token-by-token scan of bucket ``b`` from the state ``P0`` at its start.
+
+    Evaluates the inner prefixes (all but the whole bucket, evaluated in bulk).
+    Returns the best value found below ``best`` (or ``best``) and its inner index
+    (-1 when none is better).
+    """
+    m = toks.shape[0]
+    order = np.argsort(keys, kind="mergesort")
+    rest = np.empty(m)
+    acc = 0.0
+    for k in range(m - 1, -1, -1):  # draft mass after position k inside the bucket
+        rest[k] = acc
+        acc += q[toks[order[k]]]
+    for j in range(n):
+        for g in range(g0):
+            P[j, g] = P0[j, g]
+    g_hi = g0
+    pH = Pstart
+    support = support0
+    inner = -1
+    for k in range(m - 1):
+        i = toks[order[k]]
+        _add_token(P, q[i] * scale, t, a, y, g_hi, n)
+        g_hi = _prune(P, g_hi, n)
+        support += 1
+        pH += p[i]
+        if support < n:
+            continue
+        lam = tail_b + rest[k]
+        if pH - _pow_complement(lam, n) >= best:
+            continue
+        f = pH - _q_integral(P, lam, scale, t, g_hi, n, coef, h, e, work)
+        if f < best:
+            best = f
+            inner = k
+    return best, inner
+
+
+@njit(cache=True)
+def _wor_bucket_row(p, q, n, t0, cert):
+    V = p.shape[0]
+    per = WOR_PER_OCTAVE_BUCKETS
+    emin = WOR_MIN_EXPONENT
+    mark = np.zeros(V, dtype=np.bool_)
+    cut = _cut(q, n, mark)
+    # Buckets: 0 (p = 0), 1 (tiny ratios), then per-octave slices up to the cut.
+    emax = WOR_MAX_EXPONENT
+    if cut < np.inf:
+        emax = min(emax, math.frexp(cut)[1])
+    last = 2 + (emax - emin + 1) * per
+    nb = last + 1
+    bucket = np.full(V, -1, dtype=np.int64)
+    bp = np.zeros(nb)
+    bq = np.zeros(nb)
+    pmin = np.full(nb, np.inf)
+    cnt = np.zeros(nb, dtype=np.int64)
+    excluded = 0.0  # draft mass never scanned: outside every candidate prefix
+    for i in range(V):
+        qi = q[i]
+        if qi > 0.0:
+            pi = p[i]
+            if pi >= cut * qi:
+                excluded += qi
+                continue
+            bi = _bucket_of(pi / qi, emin, per, last)
+            bucket[i] = bi
+            bp[bi] += pi
+            bq[bi] += qi
+            cnt[bi] += 1
+            if pi < pmin[bi]:
+                pmin[bi] = pi
+    # Tokens of each bucket, contiguous (counting sort).
+    off = np.zeros(nb + 1, dtype=np.int64)
+    for bi in range(nb):
+        off[bi + 1] = off[bi] + cnt[bi]
+    fill = off[:-1].copy()
+    toks = np.empty(off[nb], dtype=np.int64)
+    for i in range(V):
+        bi = bucket[i]
+        if bi >= 0:
+            toks[fill[bi]] = i
+            fill[bi] += 1
+    # Outside mass after each bucket (summed from the tail), prefix sums of p,
+    # and the suffix minimum of the i.i.d. lower bound of every prefix in a bucket.
+    tail = np.empty(nb)
+    acc = excluded
+    for bi in range(nb - 1, -1, -1):
+        tail[bi] = acc
+        acc += bq[bi]
+    Pstart = np.empty(nb)
+    P_ = 0.0
+    for bi in range(nb):
+        Pstart[bi] = P_
+        P_ += bp[bi]
+    lb_suffix = np.empty(nb + 1)
+    lb_suffix[nb] = np.inf
+    for bi in range(nb - 1, -1, -1):
+        lb = np.inf
+        if cnt[bi] > 0:
+            lb = Pstart[bi] - _pow_complement(tail[bi], n)
+        lb_suffix[bi] = min(lb, lb_suffix[bi + 1])
+    # Log-time grid (docs/theory.md §2.5(c)) up to 50 / (smallest positive
+    # outside mass of any scanned prefix): the excluded mass when positive,
+    # else at least the smallest draft mass in the last non-empty bucket.
+    lam_lo = excluded
+    if lam_lo <= 0.0:
+        lam_lo = 1.0
+        for bi in range(nb - 1, -1, -1):
+            if cnt[bi] > 0:
+                for k in range(off[bi], off[bi + 1]):
+                    lam_lo = min(lam_lo, q[toks[k]])
+                break
+    scale = 1.0
+    if lam_lo < 1e-290:  # 50 / lam_lo would overflow: rescale masses by 2^200 (exact)
+        scale = 2.0**200
+    h = WOR_STEP
+    u0 = math.log(t0)
+    G = math.ceil((math.log(50.0) - math.log(lam_lo) - u0) / h) + 1
+    t = np.empty(G)
+    ls = math.log(scale)
+    for g in range(G):
+        t[g] = math.exp(u0 + h * g - ls)
+    coef = _low_coefficients(h)
+    P = np.zeros((n, G))
+    P[0, :] = 1.0
+    Pw = np.empty((n, G))
+    a = np.empty(G)
+    y = np.empty(G)
+    e = np.empty(G)
+    work = np.empty(G)
+    snaps = np.empty((WOR_SNAPSHOTS, n, G))
+    free = np.ones(WOR_SNAPSHOTS, dtype=np.bool_)
+    pend_b = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
+    pend_slot = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
+    pend_g = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
+    pend_sup = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
+    pend_lb = np.empty(WOR_SNAPSHOTS)
+    npend = 0
+    g_hi = G
+    best = 0.0
+    best_b = -1  # optimal prefix: buckets < best_b, plus all of best_b (best_inner < 0)
+    best_inner = -1  # ... or its first best_inner + 1 tokens in ratio order
+    support = 0
+    for bi in range(nb):
+        if cnt[bi] == 0:
+            continue
+        if lb_suffix[bi] >= best:
+            break  # no prefix from here on can go below best
+        s0, s1 = off[bi], off[bi + 1]
+        # Snapshot when an inner prefix may still win (i.i.d. bound below best).
+        slot = -1
+        inner_lb = Pstart[bi] + pmin[bi] - _pow_complement(tail[bi], n)
+        if s1 - s0 > 1 and support + (s1 - s0) - 1 >= n and inner_lb < best:
+            if npend == WOR_SNAPSHOTS:  # all slots taken: scan the oldest now
+                best, best_b, best_inner = _resolve(
+                    0, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
+                    p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
+                    Pw, a, y, e, work)
+                for k in range(1, npend):
+                    pend_b[k - 1] = pend_b[k]
+                    pend_slot[k - 1] = pend_slot[k]
+                    pend_g[k - 1] = pend_g[k]
+                    pend_sup[k - 1] = pend_sup[k]
+                    pend_lb[k - 1] = pend_lb[k]
+                npend -= 1
+            for k in range(WOR_SNAPSHOTS):
+                if free[k]:
+                    slot = k
+                    break
+            free[slot] = False
+            for j in range(n):
+                for g in range(g_hi):
+                    snaps[slot, j, g] = P[j, g]
+            g_snap = g_hi
+            sup_snap = support
+        for k in range(s0, s1):
+            _add_token(P, q[toks[k]] * scale, t, a, y, g_hi, n)
+        g_hi = _prune(P, g_hi, n)
+        support += s1 - s0
+        pend = Pstart[bi] + bp[bi]
+        Qend = -1.0
+        if support >= n and (slot >= 0 or pend - _pow_complement(tail[bi], n) < best):
+            Qend = _q_integral(P, tail[bi], scale, t, g_hi, n, coef, h, e, work)
+            f = pend - Qend
+            if f < best:
+                best = f
+                best_b = bi
+                best_inner = -1
+        if slot >= 0:
+            lb = Pstart[bi] + pmin[bi] - Qend
+            if lb < best:
+                pend_b[npend] = bi
+                pend_slot[npend] = slot
+                pend_g[npend] = g_snap
+                pend_sup[npend] = sup_snap
+                pend_lb[npend] = lb
+                npend += 1
+            else:
+                free[slot] = True
+        # Forget pending buckets that the new best has overtaken.
+        k2 = 0
+        for k in range(npend):
+            if pend_lb[k] < best:
+                pend_b[k2] = pend_b[k]
+                pend_slot[k2] = pend_slot[k]
+                pend_g[k2] = pend_g[k]
+                pend_sup[k2] = pend_sup[k]
+                pend_lb[k2] = pend_lb[k]
+                k2 += 1
+            else:
+                free[pend_slot[k]] = True
+        npend = k2
+    for k in range(npend):
+        if pend_lb[k] < best:
+            best, best_b, best_inner = _resolve(
+                k, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
+                p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
+                Pw, a, y, e, work)
+    # Certificate: buckets before best_b, and best_b whole or its first tokens in order.
+    if best_b >= 0:
+        for i in range(V):
+            bi = bucket[i]
+            cert[i] = (bi >= 0 and (bi < best_b or (bi == best_b and best_inner < 0))) or (
+                p[i] == 0.0 and q[i] == 0.0)
+        if best_inner >= 0:
+            s0, s1 = off[best_b], off[best_b + 1]
+            keys = np.empty(s1 - s0)
+            for k in range(s0, s1):
+                keys[k - s0] = p[toks[k]] / q[toks[k]]
+            order = np.argsort(keys, kind="mergesort")
+            for k in range(best_inner + 1):
+                cert[toks[s0 + order[k]]] = True
+    return best
+
+
+@njit(cache=True)
+def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
+             p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h, Pw, a, y, e, work):
+    """Token-by-token scan of pending bucket number ``k``; frees its snapshot."""
+    bi = pend_b[k]
+    s0, s1 = off[bi], off[bi + 1]
+    sub = toks[s0:s1]
+    keys = np.empty(s1 - s0)
+    for j in range(s1 - s0):
+        keys[j] = p[sub[j]] / q[sub[j]]
+    slot = pend_slot[k]
+    new, inner = _scan_bucket(bi, snaps[slot], pend_g[k], p, q, sub, keys, n, best,
+                              Pstart[bi], pend_sup[k], tail[bi], scale, t, coef, h,
+                              Pw, a, y, e, work)
+    free[slot] = True
+    if inner >= 0:
+        return new, bi, inner
+    return best, best_b, best_inner
+
+
+@njit(cache=True, parallel=True)
+def wor_bucket_min(p, q, n, t0):
+    """min over ratio-order prefixes of ``p(H) - Q_wor(H)``, without sorting the vocabulary.
+
+    Parameters
+    ----------
+    p, q : float64 (B, V)
+    n : int >= 2
+    t0 : float
+        Lowest node of the log-time grid, :func:`._bound_kernels.wor_t0`.
+
+    Returns
+    -------
+    best : float64 (B,); cert : bool (B, V), a prefix attaining it.
+    """
+    B, V = p.shape
+    best = np.zeros(B)
+    cert = np.zeros((B, V), dtype=np.bool_)
+    for b in prange(B):
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, cert[b])
+    return best, cert

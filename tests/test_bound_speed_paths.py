@@ -1,0 +1,175 @@
+"""The fast paths of ``bound`` against their slow oracles.
+
+Without replacement: the sort-free bucketed scan (``_wor_bucket``) against the
+full-sort, one-integral-per-prefix reference scan (``ot_dual._wor_reference``),
+which uses the same quadrature; the values must agree within twice the
+quadrature error bound (2e-12), and the returned certificate must attain the
+value.  The cut that leaves high-ratio tokens out rests on the inclusion bound
+``P(j drafted) <= c q_j``, checked here against exact enumeration in Fractions.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+from spectheory.drafting import set_probability_row
+from spectheory.exact._tuples import ordered_draft_law
+from spectheory.solvers import _wor_bucket
+from spectheory.solvers.ot_dual import _wor_reference
+
+# Both scans use the same nodes; each integral is within 1e-12 of Q (docs/theory.md
+# §2.5(c)), so two prefix minima differ by at most 2e-12.
+AGREE = 2e-12
+
+
+def _norm(x):
+    return x / x.sum(axis=-1, keepdims=True)
+
+
+def rows_of_kind(kind, V, B, rng):
+    """(p, q) batches of the shapes that stress the fast path."""
+    if kind == "dirichlet":
+        alpha = rng.choice([0.02, 0.3, 3.0])
+        return rng.dirichlet(np.full(V, alpha), B), rng.dirichlet(np.full(V, alpha), B)
+    if kind == "softmax":  # real-like: target sharper than a noisy draft
+        z = rng.standard_normal((B, V)) * 3
+        temp = rng.uniform(0.7, 1.0)
+        return stt.softmax(z / temp), stt.softmax((z + rng.standard_normal((B, V))) / temp)
+    if kind == "peaked":  # one draft token with all but 1e-12 .. 1e-6 of the mass
+        p = rng.dirichlet(np.full(V, 0.3), B)
+        q = rng.dirichlet(np.full(V, 0.3), B) * 10.0 ** rng.uniform(-12, -6, (B, 1))
+        q[:, rng.integers(V)] = 1.0
+        return p, _norm(q)
+    if kind == "tiny_tail":  # draft and target tails of 1e-250
+        p = rng.dirichlet(np.ones(V), B)
+        q = rng.dirichlet(np.ones(V), B)
+        cut = V // 3
+        q[:, cut:] = 1e-250 * rng.uniform(0.5, 2.0, (B, V - cut))
+        p[:, : cut // 2] = 1e-250
+        return _norm(p), _norm(q)
+    if kind == "ties":  # few distinct masses: many equal ratios p/q
+        p = rng.integers(0, 4, (B, V)).astype(float) + (np.arange(V) == 0)
+        q = rng.integers(1, 4, (B, V)).astype(float)
+        return _norm(p), _norm(q)
+    if kind == "zeros":  # p = 0, q = 0 and p = q = 0 blocks
+        p, q = rng.dirichlet(np.ones(V), B), rng.dirichlet(np.ones(V), B)
+        a, b = V // 4, V // 2
+        p[:, :a] = 0.0
+        q[:, a:b] = 0.0
+        p[:, b : b + V // 8] = 0.0
+        q[:, b : b + V // 8] = 0.0
+        return _norm(p), _norm(q)
+    raise AssertionError(kind)
+
+
+KINDS = ("dirichlet", "softmax", "peaked", "tiny_tail", "ties", "zeros")
+
+
+def wor_set_value(p, q, members, n):
+    """p(H) + 1 - Q(H): exact enumeration (small V) or the n = 2 closed form (any V)."""
+    if p.size <= 8:
+        return p[members].sum() + 1 - set_probability_row(q, members.tolist(), n,
+                                                           "without_replacement")
+    assert n == 2
+    # docs/theory.md §2.5(b): Q(H) = sum_{i in H} q_i (q(H) - q_i) / (1 - q_i),
+    # with 1 - q_i summed from the other tokens (no cancellation for peaked rows).
+    qH = q[members]
+    # 1 - q_i and q(H) - q_i, to a few ulp when q_i <= 1/2; summed from the
+    # other tokens otherwise (the differences would cancel for a peaked draft).
+    rest, inside = q.sum() - qH, qH.sum() - qH
+    for k in np.flatnonzero(qH > 0.5):
+        rest[k] = np.delete(q, members[k]).sum()
+        inside[k] = np.delete(qH, k).sum()
+    Q = np.sum(qH * inside / rest)
+    return p[members].sum() + 1 - Q
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("V", [5, 300, 50_000])
+def test_fast_wor_scan_equals_the_reference_scan(kind, V):
+    rng = np.random.default_rng([V, len(kind)])
+    B = {5: 40, 300: 12, 50_000: 2}[V]
+    p, q = rows_of_kind(kind, V, B, rng)
+    for n in (2, 3, 4, 8):
+        if n >= V:
+            continue
+        keep = (q > 0).sum(axis=1) >= n
+        res = stt.solve_bound(p[keep], q[keep], n, "without_replacement")
+        ref = _wor_reference(p[keep], q[keep], n)[0]
+        np.testing.assert_allclose(res.value, ref, rtol=0, atol=AGREE)
+        if n == 2 or V <= 8:
+            for b in np.flatnonzero(res.value < 1):
+                members = np.flatnonzero(res.certificate[b])
+                got = wor_set_value(p[keep][b], q[keep][b], members, n)
+                # value of the certificate: quadrature error 1e-12 plus the
+                # closed form's rounding (V ulp of the sums, 1e-11 at V = 50k)
+                assert abs(got - res.value[b]) <= 2e-11, (kind, n, b, got, res.value[b])
+
+
+def test_fast_wor_scan_on_many_peaked_and_flat_rows():
+    # 200 rows, V = 2000: hypothesis-free sweep over the kinds and n.
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        for kind in KINDS:
+            p, q = rows_of_kind(kind, 2000, 2, rng)
+            n = int(rng.integers(2, 9))
+            res = stt.solve_bound(p, q, n, "without_replacement").value
+            ref = _wor_reference(p, q, n)[0]
+            np.testing.assert_allclose(res, ref, rtol=0, atol=AGREE, err_msg=f"{kind} n={n}")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_cut_bounds_every_inclusion_probability(n):
+    # P(token j is among the n drafts) <= c q_j, exactly, on small rows incl. peaked ones.
+    rng = np.random.default_rng(n)
+    mark = np.zeros(7, dtype=bool)
+    for rep in range(30):
+        q = rng.dirichlet(np.full(7, 0.3))
+        if rep % 3 == 0:
+            q = _norm(q * 1e-9 + np.eye(7)[rep % 7])
+        c = _wor_bucket._cut(q, n, mark)
+        assert not mark.any()
+        qf = np.array([Fraction(float(v)) for v in q], dtype=object)
+        qf = qf / sum(qf)
+        incl = [Fraction(0)] * 7
+        for tup, w in ordered_draft_law(qf, n, "without_replacement"):
+            for j in tup:
+                incl[j] += w
+        for j in range(7):
+            assert incl[j] <= Fraction(c) * qf[j], (q, j)
+
+
+def test_cut_leaves_out_high_ratio_tokens_and_the_value_stays():
+    # Half of the tokens have p / q far above the cut: the scan never sees them,
+    # the answer is the reference's and the certificate excludes them.
+    rng = np.random.default_rng(3)
+    V = 4000
+    q = rng.dirichlet(np.ones(V))
+    p = q * rng.uniform(0.2, 2.0, V)
+    p[V // 2 :] = q[V // 2 :] * 1e6
+    p = _norm(p)
+    for n in (2, 4, 8):
+        cut = _wor_bucket._cut(q, n, np.zeros(V, dtype=bool))
+        assert n <= cut < 1e5  # a draft this flat draws no token much beyond n q_j
+        res = stt.solve_bound(p, q, n, "without_replacement")
+        ref = _wor_reference(p[None], q[None], n)[0][0]
+        assert abs(res.value - ref) <= AGREE
+        assert not res.certificate[V // 2 :].any()
+
+
+def test_snapshot_pool_overflow_gives_the_same_answer():
+    # Many candidate buckets at once: the oldest pending bucket is scanned early
+    # when the pool is full; the answer must not change.  A flat row (p = q up to
+    # 1e-3) makes every bucket a candidate for a long time.
+    rng = np.random.default_rng(11)
+    V = 20_000
+    q = rng.dirichlet(np.ones(V))
+    p = _norm(q * (1 + 1e-3 * rng.standard_normal(V)))
+    for n in (2, 5):
+        res = stt.solve_bound(p, q, n, "without_replacement").value
+        ref = _wor_reference(p[None], q[None], n)[0][0]
+        assert abs(res - ref) <= AGREE
