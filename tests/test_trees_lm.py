@@ -57,8 +57,19 @@ def test_adapter_draft_rows_match_a_full_forward(smol):
         assert np.all(lm.draft(path)[np.setdiff1d(np.arange(smol.vocab_size), vocab)] == 0)
 
 
-def test_only_exit_and_adapter_drafts_are_functions_of_the_path(smol):
-    with pytest.raises(InvalidParameterError, match="'exit:L' and 'adapter:L'"):
-        LMTreeModels(smol, [1, 2, 3], "ngram:3")
+def test_ngram_node_rows_are_the_lookup_of_context_and_path(smol):
+    from spectheory.lm import ngram_distribution
+
+    context = np.array([5, 6, 7, 5, 6, 9, 5], dtype=np.int64)
+    lm = LMTreeModels(smol, context, "ngram:3", temperature=1.0)
+    for path in [(), (6,), (6, 7), (6, 9, 5)]:
+        want = ngram_distribution([*context, *path], smol.vocab_size, 3)
+        np.testing.assert_array_equal(lm.draft(path), want)  # T = 1: process_logits(log q) = q
+    assert lm.spec == "ngram:3"
+
+
+def test_drafts_without_a_node_forward_are_refused_naming_them(smol):
+    with pytest.raises(InvalidParameterError, match=r"'logits:mine' cannot be used for tree"):
+        LMTreeModels(smol, [1, 2, 3], "logits:mine")
     with pytest.raises(InvalidParameterError, match="context"):
         LMTreeModels(smol, [], "exit:3")

@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .._errors import InvalidParameterError
-from ..lm.drafts import parse_draft
 
 __all__ = ["AdapterDraft", "EarlyExitDraft", "LiveDraft", "ModelDraft", "make_draft"]
 
@@ -65,12 +64,14 @@ class EarlyExitDraft:
             \mathrm{RMSNorm}\big(h_L(x_{\le t})\big)
 
     where :math:`h_L` is the hidden state after the first ``L`` decoder
-    layers of the target.  No weight is copied: a shallow causal LM of the
-    target's class is built on the meta device and given the target's own
-    embedding, first ``L`` blocks, norm, rotary embedding and head
-    (:func:`spectheory.lm.acceptance._shallow_draft`), so it runs with its
-    own ``DynamicCache`` of ``L`` layers.  Its logits equal
-    :func:`spectheory.lm.early_exit_logits` of a full forward pass (tested).
+    layers of the target (RMSNorm for Llama, the final LayerNorm for GPT-2:
+    whatever final norm the architecture has).  No weight is copied: a
+    shallow causal LM of the target's class is built on the meta device and
+    given the target's own embeddings, first ``L`` blocks, norm and head
+    (:func:`spectheory.lm.layout.shallow_model`, which finds them by
+    architecture), so it runs with its own ``DynamicCache`` of ``L`` layers.
+    Its logits equal :func:`spectheory.lm.early_exit_logits` of a full forward
+    pass (tested on SmolLM2 and GPT-2).
 
     Parameters
     ----------
@@ -79,7 +80,7 @@ class EarlyExitDraft:
     """
 
     def __init__(self, loaded, layer: int):
-        from ..lm.acceptance import _shallow_draft
+        from ..lm.layout import shallow_model
 
         if isinstance(layer, bool) or not isinstance(layer, int):
             raise InvalidParameterError(f"layer must be an integer; got {layer!r}")
@@ -89,7 +90,7 @@ class EarlyExitDraft:
             )
         self.layer = layer
         self.spec = f"exit:{layer}"
-        self.net = _shallow_draft(loaded.model, layer)
+        self.net = shallow_model(loaded.model, layer)
 
     def new_cache(self):
         """An empty ``transformers.DynamicCache``."""
@@ -166,15 +167,13 @@ class AdapterDraft:
     """
 
     def __init__(self, loaded, adapter):
-        import torch
-
-        from ..lm.acceptance import _shallow_draft
+        from ..lm.layout import shallow_model
 
         self.adapter = adapter
         self.layer = int(adapter.layer)
         self.spec = f"adapter:{self.layer}"
-        self.trunk = _shallow_draft(loaded.model, self.layer)
-        self.trunk.model.norm = torch.nn.Identity()
+        # the trunk's base model without its final norm: the adapter comes first
+        self.trunk = shallow_model(loaded.model, self.layer, final_norm=False).base_model
 
     def new_cache(self):
         """An empty cache of the trunk and the adapter."""
@@ -185,7 +184,7 @@ class AdapterDraft:
         import torch
 
         start = cache.get_seq_length()
-        out = self.trunk.model(input_ids=input_ids, past_key_values=cache.trunk, use_cache=True)
+        out = self.trunk(input_ids=input_ids, past_key_values=cache.trunk, use_cache=True)
         k = input_ids.shape[1]
         pos = torch.arange(start, start + k)[None].expand(input_ids.shape[0], -1)
         z = self.adapter.subset_logits(out.last_hidden_state, pos, cache.adapter)[:, -1]
@@ -206,21 +205,22 @@ def make_draft(loaded, draft) -> LiveDraft:
         ``"exit:L"`` (early exit after ``L`` layers), ``"adapter:L"`` (the
         trained adapter in the cache, :func:`spectheory.lm.adapters.resolve_adapter`),
         ``"lm:PATH"`` (a separate causal LM sharing the target's tokenizer,
+        :class:`ModelDraft`), ``"quant:TYPE"`` (the re-quantised target, a
         :class:`ModelDraft`), or an object that already implements
-        :class:`LiveDraft` (passed through).
+        :class:`LiveDraft` (passed through).  Each kind's live draft comes
+        from the registry (:meth:`spectheory.lm.draft_kinds.DraftKind.live_draft`);
+        kinds without one (``"ngram:K"``, ``"logits:NAME"``) are refused,
+        naming the draft.
 
     Returns
     -------
     LiveDraft
     """
     if isinstance(draft, str):
-        kind, arg = parse_draft(draft, loaded.num_layers)
-        if kind in _LIVE_KINDS:
-            return _LIVE_KINDS[kind](loaded, arg)
-        raise InvalidParameterError(
-            f"draft must be 'exit:L' or 'adapter:L' (1 <= L < {loaded.num_layers}), 'lm:PATH' or "
-            f"an object with new_cache() and __call__(input_ids, cache); got {draft!r}"
-        )
+        from ..lm.draft_kinds import draft_kind
+
+        kind, arg = draft_kind(draft, loaded.num_layers)
+        return kind.live_draft(loaded, arg)
     if isinstance(draft, LiveDraft) and isinstance(getattr(draft, "spec", None), str):
         return draft
     raise InvalidParameterError(
@@ -230,22 +230,26 @@ def make_draft(loaded, draft) -> LiveDraft:
 
 
 class ModelDraft:
-    """A separate causal LM as the live draft (``"lm:PATH"``), with its own ``DynamicCache``.
+    """A network of its own as the live draft (``"lm:PATH"``, ``"quant:TYPE"``), own cache.
 
     The classic pair of Leviathan et al. (arXiv 2211.17192): a smaller model
     sharing the target's tokenizer (checked by
-    :func:`spectheory.lm.draft_lm.check_same_vocabulary`).
+    :func:`spectheory.lm.draft_lm.check_same_vocabulary`); or the target
+    re-quantised (:func:`spectheory.lm.quantised.quantised_model`).
 
     Parameters
     ----------
-    draft : spectheory.lm.LoadedModel
-        The draft model.
+    draft : transformers causal LM or spectheory.lm.LoadedModel
+        The draft network.
     spec : str
         Its name in results (``"lm:PATH"``).
     """
 
     def __init__(self, draft, spec: str):
-        self.draft, self.spec = draft, spec
+        from ..lm import LoadedModel
+
+        self.net = draft.model if isinstance(draft, LoadedModel) else draft
+        self.spec = spec
 
     def new_cache(self):
         """An empty ``transformers.DynamicCache``."""
@@ -257,28 +261,8 @@ class ModelDraft:
         import torch
 
         with torch.no_grad():
-            out = self.draft.model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+            out = self.net(input_ids=input_ids, past_key_values=cache, use_cache=True)
         return out.logits[:, -1]
 
     def __repr__(self) -> str:
         return f"ModelDraft({self.spec!r})"
-
-
-def _adapter_draft(loaded, layer):
-    from ..lm.adapters import resolve_adapter
-
-    return AdapterDraft(loaded, resolve_adapter(loaded, int(layer)))
-
-
-def _model_draft(loaded, path):
-    from ..lm.draft_lm import DraftLM
-
-    return ModelDraft(DraftLM.load(str(path), loaded).loaded, f"lm:{path}")
-
-
-#: The live draft of each draft kind that has one (spectheory.lm.draft_kinds names them all).
-_LIVE_KINDS = {
-    "exit": lambda loaded, layer: EarlyExitDraft(loaded, int(layer)),
-    "adapter": _adapter_draft,
-    "lm": _model_draft,
-}
