@@ -143,6 +143,29 @@ def test_help_imports_no_heavy_module(argv):
     assert res.stdout.strip() == "[]"
 
 
+def test_every_parser_and_help_imports_no_heavy_module():
+    # every command's full parser (with its subcommands) and every help text: their options
+    # come from settings dataclasses and signatures read from the source (cli._static)
+    code = (
+        "import sys, contextlib, io\n"
+        "from spectheory.cli import COMMANDS, build_parser, main\n"
+        "import argparse\n"
+        "for name in COMMANDS:\n"
+        "    parser = build_parser([name])\n"
+        "    sub = next(a for a in parser._actions if a.dest == 'command').choices[name]\n"
+        "    nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]\n"
+        "    words = [[name, s] for a in nested for s in a.choices] or [[name]]\n"
+        "    for w in words:\n"
+        "        with contextlib.redirect_stdout(io.StringIO()):\n"
+        "            assert main([*w, '--help']) == 0, w\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+        "print(len(COMMANDS))\n"
+    )
+    res = run_python(code)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["[]", str(len(COMMANDS))]
+
+
 def test_import_spectheory_is_lazy_but_complete():
     res = run_python(
         "import sys, spectheory\n"

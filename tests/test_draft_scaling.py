@@ -1,4 +1,4 @@
-"""Tests of spectheory.lm.draft_scaling: the cost model, and the quick measured run."""
+"""Tests of spectheory.experiments.draft_scaling and its cost model spectheory.solvers.roofline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import spectheory as stt
-from spectheory.lm import draft_scaling as DS
+from spectheory.experiments import draft_scaling as DS
+from spectheory.solvers import roofline as R
 from spectheory.solvers.scaling import fit_log_linear
 
 
@@ -21,14 +22,14 @@ def _brute_speedup(alpha, B, Pt, Pd, r):
 
 
 def test_speedup_and_optimal_width_match_the_formula():
-    r = DS.Roofline(bandwidth=2.0, flops=50.0, bytes_per_param=1.0)
+    r = R.Roofline(bandwidth=2.0, flops=50.0, bytes_per_param=1.0)
     alpha = 1 - 0.6 * 0.8 ** np.arange(12)  # increasing, concave
     for B in (1, 3, 16, 200):
         np.testing.assert_allclose(
-            DS.speedup(alpha, B, 100.0, 10.0, r), _brute_speedup(alpha, B, 100.0, 10.0, r)
+            R.batch_speedup(alpha, B, 100.0, 10.0, r), _brute_speedup(alpha, B, 100.0, 10.0, r)
         )
     batches = [1, 2, 4, 8, 16, 64, 256]
-    n_star, s_star = DS.optimal_width(alpha, batches, 100.0, 10.0, r)
+    n_star, s_star = R.optimal_width(alpha, batches, 100.0, 10.0, r)
     for B, n, s in zip(batches, n_star, s_star):
         brute = _brute_speedup(alpha, B, 100.0, 10.0, r)
         assert n == int(np.argmax(brute)) + 1 and s == pytest.approx(brute.max())
@@ -37,7 +38,7 @@ def test_speedup_and_optimal_width_match_the_formula():
     assert n_star[0] == 11 and n_star[-1] == 1
     assert np.all(np.diff(n_star) <= 0)
     with pytest.raises(stt.InvalidParameterError, match="alpha"):
-        DS.speedup([1.5], 1, 10, 1)
+        R.batch_speedup([1.5], 1, 10, 1)
 
 
 def _read(path):
@@ -45,10 +46,21 @@ def _read(path):
         return list(csv.DictReader(f))
 
 
-def test_quick_run_writes_tables_figures_and_the_fits_of_its_tables(smol, tmp_path, monkeypatch):
+def test_quick_run_writes_tables_figures_and_the_fits_of_its_tables(
+    smol, tmp_path, monkeypatch, capsys
+):
+    # through the command line, its one entry point, with the session's model
+    import spectheory.cli.experiment as E
+    from spectheory.cli import main
+    from spectheory.lm import draft_parameter_count
+
     monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(E, "_load_model", lambda: smol)
     out = tmp_path / "out"
-    res = DS.run_scaling(smol, out, quick=True, progress=False)
+    assert main(["experiment", "draft-scaling", "-q", "--quick", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert (out / "comparison.txt").read_text() in printed
+    assert DS.QUICK["layers"] == (2, 4, 6)
     for name in ("capacity.csv", "tokens.csv", "width.csv", "fits.csv", "alpha_n.csv"):
         assert (out / name).is_file()
     for name in ("capacity_T1.png", "tokens_T1.png", "width.png"):
@@ -71,6 +83,14 @@ def test_quick_run_writes_tables_figures_and_the_fits_of_its_tables(smol, tmp_pa
     assert int(tok[0]["tokens"]) < int(tok[1]["tokens"]) < int(tok[2]["tokens"])
     alpha = [float(r["alpha"]) for r in _read(out / "alpha_n.csv")]
     assert all(0 <= a <= 1 for a in alpha) and np.all(np.diff(alpha) >= -1e-9)  # bound grows in n
-    width = _read(out / "width.csv")
-    assert [int(r["n_star"]) for r in width] == [r["n_star"] for r in res["width"]]
+    # n*(B) is the maximiser of the roofline speedup of the tabled alpha(n) (rounded to 6
+    # decimals: S moves by ~1e-6, hence rtol 1e-4 and the near-tie allowance), with P_d the
+    # adapter:6 row's parameters
+    pt = draft_parameter_count(smol, smol.num_layers)
+    pd = float(cap[-1]["parameters"])
+    for r in _read(out / "width.csv"):
+        s = R.batch_speedup(alpha, int(r["batch"]), pt, pd)
+        n = int(r["n_star"])
+        assert 1 <= n <= DS.QUICK["ns"] and s[n - 1] >= s.max() * (1 - 1e-5)
+        np.testing.assert_allclose(float(r["speedup"]), s[n - 1], rtol=1e-4)
     assert "QUICK" in (out / "comparison.txt").read_text()

@@ -18,7 +18,8 @@ It defines
     (:func:`~spectheory.cli._common.dataclass_options`), so each default is
     written once.  ``-q/--quiet`` and ``-v/--verbose`` are added for you.
 ``run(args) -> int``
-    (one ``run_SUB`` per subcommand for nested commands such as ``trace``)
+    (one ``run_SUB`` per subcommand for nested commands such as ``trace``,
+    whose subcommand is stored as ``args.<command>_command``)
     Does the work and returns an :class:`ExitCode`.  It raises
     :class:`spectheory.SpecTheoryError` (or ``OSError``) for bad input: the
     user sees one line and exit code 2; anything else is a bug (exit code 1,
@@ -54,7 +55,7 @@ __all__ = ["COMMANDS", "ExitCode", "build_parser", "main"]
 
 #: The commands, in the order of ``spectheory --help``: each is the module ``spectheory.cli.NAME``.
 COMMANDS = ("bound", "check", "audit", "replay", "sweep", "trace", "report", "reproduce", "draft",
-            "cache")
+            "experiment", "cache")
 
 _log = logging.getLogger("spectheory.cli")
 
@@ -133,7 +134,8 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return int(exc.code or 0)
     name = " ".join(
-        [args.command, *(getattr(args, k) for k in ("trace_command", "draft_command")
+        [args.command, *(getattr(args, k) for k in ("trace_command", "draft_command",
+                                                     "experiment_command")
                          if getattr(args, k, None))]
     )  # fmt: skip
     try:

@@ -179,11 +179,11 @@ def id_list(text: str) -> tuple[int, ...]:
 # --------------------------------------------------------------------------- settings dataclasses
 
 
-def _attribute_docs(cls, names) -> dict[str, str]:
+def _attribute_docs(doc, names) -> dict[str, str]:
     """The first sentence of each field's entry in the numpydoc ``Attributes`` section."""
     import inspect
 
-    parts = inspect.cleandoc(cls.__doc__ or "").split("\nAttributes\n----------\n", 1)
+    parts = inspect.cleandoc(doc or "").split("\nAttributes\n----------\n", 1)
     out: dict[str, str] = {}
     name = None
     for line in parts[-1].splitlines() if len(parts) == 2 else ():
@@ -224,22 +224,35 @@ def dataclass_options(parser, cls, fields=None, types=None, flags=None):
     Parameters
     ----------
     parser : argparse.ArgumentParser
-    cls : dataclass type
+    cls : dataclass type or str
+        The dataclass, or ``"package.module:Class"``: read from the source
+        without importing its module (:mod:`spectheory.cli._static`), so that
+        ``--help`` does not load numba, scipy or torch.
     fields : sequence of str, optional
         The fields to expose (default all), in this order.
     types : dict, optional
         ``field -> argparse type function``; default from the field's default:
         ``int`` -> :func:`nonnegative_int`, ``float`` -> :func:`nonnegative_float`,
-        a tuple -> ``nargs="+"`` of its items' type.
+        a tuple -> ``nargs="+"`` of its items' type.  Required for a field
+        whose default the source does not give.
     flags : dict, optional
         ``field -> option string`` where it differs from ``--field-name``.
     """
+    from ._static import UNRESOLVED, static_dataclass
+
     types, flags = types or {}, flags or {}
-    by_name = {f.name: f for f in dataclasses.fields(cls)}
-    docs = _attribute_docs(cls, set(by_name))
+    if isinstance(cls, str):
+        info = static_dataclass(cls)
+        by_name, doc = dict(info.fields), info.doc
+    else:
+        by_name = {
+            f.name: f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            for f in dataclasses.fields(cls)
+        }
+        doc = cls.__doc__
+    docs = _attribute_docs(doc, set(by_name))
     for name in fields or by_name:
-        f = by_name[name]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = by_name[name]
         kwargs = {"dest": name, "default": argparse.SUPPRESS}
         if name in types:
             kwargs["type"] = types[name]
@@ -254,7 +267,9 @@ def dataclass_options(parser, cls, fields=None, types=None, flags=None):
         elif isinstance(default, float):
             kwargs["type"] = nonnegative_float
         help_text = docs.get(name) or name.replace("_", " ")
-        kwargs["help"] = f"{help_text} (default: {_show(default)})"
+        # a default computed at import time is described by the field's documentation
+        shown = "" if default is UNRESOLVED else f" (default: {_show(default)})"
+        kwargs["help"] = help_text + shown
         parser.add_argument(flags.get(name, "--" + name.replace("_", "-")), **kwargs)
 
 
@@ -264,20 +279,27 @@ def signature_options(parser, func, options):
     Parameters
     ----------
     parser : argparse.ArgumentParser
-    func : callable
+    func : callable or str
+        The function, or ``"package.module:function"``: its defaults read from
+        the source without importing its module (:mod:`spectheory.cli._static`).
     options : dict
         ``parameter -> (flag, type function, help[, dest])``; the option is left
         out of the namespace unless given (:func:`given_kwargs` collects the
         given ones); ``dest`` defaults to the parameter's name.
     """
-    import inspect
+    from ._static import UNRESOLVED, static_defaults
 
-    params = inspect.signature(func).parameters
+    if isinstance(func, str):
+        defaults = static_defaults(func)
+    else:
+        import inspect
+
+        defaults = {k: p.default for k, p in inspect.signature(func).parameters.items()}
     for name, (flag, kind, text, *dest) in options.items():
-        default = params[name].default
+        default = defaults[name]
+        shown = "" if default is UNRESOLVED else f" (default: {_show(default)})"
         parser.add_argument(flag, dest=dest[0] if dest else name, type=kind,
-                            default=argparse.SUPPRESS,
-                            help=f"{text} (default: {_show(default)})")  # fmt: skip
+                            default=argparse.SUPPRESS, help=text + shown)  # fmt: skip
 
 
 def given_kwargs(args, names) -> dict:

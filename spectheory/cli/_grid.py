@@ -15,11 +15,9 @@ FIELDS = ("drafts", "temperatures", "ns", "samplings", "verifiers", "trials")
 
 def add_grid_options(parser, drafts_flag: str = "--drafts") -> None:
     """Add the :class:`~spectheory.sim.sweeps.SweepGrid` options to ``parser``."""
-    from ..sim.sweeps import SweepGrid
-
     group = parser.add_argument_group("grid (spectheory.sim.SweepGrid)")
     dataclass_options(
-        group, SweepGrid, FIELDS,
+        group, "spectheory.sim.sweeps:SweepGrid", FIELDS,
         types={"drafts": str, "temperatures": nonnegative_float, "ns": positive_int,
                "samplings": str, "verifiers": str, "trials": positive_int},
         flags={"drafts": drafts_flag, "ns": "--n"},

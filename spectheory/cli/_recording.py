@@ -14,10 +14,8 @@ FIELDS = ("model", "drafts", "prompts", "prompt_file", "max_new_tokens", "temper
 
 def add_recording_options(parser) -> None:
     """Add the :class:`~spectheory.lm.TraceSettings` options to ``parser``."""
-    from ..lm.trace import TraceSettings
-
     group = parser.add_argument_group("recording (spectheory.lm.TraceSettings)")
-    dataclass_options(group, TraceSettings, FIELDS,
+    dataclass_options(group, "spectheory.lm.trace:TraceSettings", FIELDS,
                       types={"prompts": id_list, "max_new_tokens": positive_int})  # fmt: skip
 
 

@@ -25,8 +25,6 @@ HELP = "audit an engine's logged samples (npz/safetensors/JSON lines) for lossle
 
 def add_parser(subparsers):
     """Register ``spectheory audit``."""
-    from ..sim.audit import check_lossless_from_samples
-
     a = subparsers.add_parser(
         "audit",
         help=HELP,
@@ -38,7 +36,7 @@ def add_parser(subparsers):
         ),
     )
     a.add_argument("file", type=existing_path, help="the log (.npz, .safetensors or .jsonl)")
-    signature_options(a, check_lossless_from_samples, {
+    signature_options(a, "spectheory.sim.audit:check_lossless_from_samples", {
         "alpha": ("--alpha", probability, "false-alarm rate"),
         "sampling": ("--sampling", str, "draft law, for the acceptance bound"),
         "top": ("--top", positive_int, "suspicious positions listed"),

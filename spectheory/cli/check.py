@@ -38,8 +38,6 @@ _TRACE_ONLY = ("trace", "on", "positions", "rows", "check_temperature")
 
 def add_parser(subparsers):
     """Register ``spectheory check``."""
-    from ..sim.check import check_lossless
-
     ck = subparsers.add_parser(
         "check",
         help=HELP,
@@ -70,7 +68,7 @@ def add_parser(subparsers):
     ck.add_argument("--rows", type=positive_int, default=argparse_suppress(),
                     help=f"informative positions chosen by rule (default {DEFAULT_ROWS})",
                     )  # fmt: skip
-    signature_options(ck, check_lossless, {
+    signature_options(ck, "spectheory.sim.check:check_lossless", {
         "temperature": ("--check-temperature", nonnegative_float,
                         "temperature applied to the trace's logits", "check_temperature"),
         "trials": ("--trials", positive_int, "trials per row"),

@@ -196,9 +196,6 @@ def run_evaluate(args) -> int:
 
 def add_parser(subparsers):
     """Register ``spectheory draft`` (train / list / evaluate)."""
-    from ..lm.adapters import TrainSettings
-    from ..lm.corpus import CorpusSettings
-
     d = subparsers.add_parser(
         "draft",
         help=HELP,
@@ -211,13 +208,15 @@ def add_parser(subparsers):
     t = sub.add_parser("train", help="train the adapter of one exit layer")
     t.add_argument("--layer", type=nonnegative_int, required=True, help="exit layer L")
     dataclass_options(
-        t.add_argument_group("training (spectheory.lm.adapters.TrainSettings)"), TrainSettings,
+        t.add_argument_group("training (spectheory.lm.adapters.TrainSettings)"),
+        "spectheory.lm.adapters:TrainSettings",
         ("tokens", "steps", "batch_size", "lr", "arch", "depth", "vocab", "seed"),
         types={"tokens": positive_int, "steps": positive_int, "batch_size": positive_int,
                "lr": _positive_float, "arch": str, "depth": positive_int, "vocab": vocab_size},
     )  # fmt: skip
     dataclass_options(
-        t.add_argument_group("corpus (spectheory.lm.corpus.CorpusSettings)"), CorpusSettings,
+        t.add_argument_group("corpus (spectheory.lm.corpus.CorpusSettings)"),
+        "spectheory.lm.corpus:CorpusSettings",
         ("doc_sequences",),
     )
     t.add_argument("--name", default="", help="save under this name instead of 'adapter:L'")

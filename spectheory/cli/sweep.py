@@ -43,8 +43,6 @@ def scheduler(text: str) -> str:
 
 def add_parser(subparsers):
     """Register ``spectheory sweep``."""
-    from ..sim.sweeps import sweep
-
     s = subparsers.add_parser(
         "sweep",
         help=HELP,
@@ -58,7 +56,7 @@ def add_parser(subparsers):
     s.add_argument("--shards", type=existing_path, required=True,
                    help="folder of a sharded trace")  # fmt: skip
     add_grid_options(s)
-    signature_options(s, sweep, {
+    signature_options(s, "spectheory.sim.sweeps:sweep", {
         "seed": ("--seed", nonnegative_int, "base seed of every random stream"),
         "local_workers": ("--workers", positive_int, "workers of --scheduler local"),
         "retries": ("--retries", nonnegative_int, "retries of a failing task"),

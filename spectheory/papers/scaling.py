@@ -218,6 +218,6 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "shared by every draft; published laws vary separately trained drafts (T5, LaMDA; "
         "Scylla: pretraining tokens, layers, batch size). Scylla's coefficients are unconfirmed "
         "(docs/theory.md §6.1), so only the qualitative log-linear form is compared. Trained "
-        "adapters (spectheory.lm.draft_scaling) are not used yet."
+        "adapters (spectheory.experiments.draft_scaling) are not used yet."
     )
     return run.result()

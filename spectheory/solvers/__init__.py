@@ -6,6 +6,8 @@
 - :mod:`.specdecpp`: the SpecDec++ decision process, solved exactly.
 - :mod:`.scaling`: log-linear scaling-law fits and published data.
 - :mod:`.sequoia`: Sequoia's optimal-tree dynamic program.
+- :mod:`.roofline`: the roofline cost of a batched forward; the optimal number of
+  i.i.d. drafts per batch size.
 
 Every result derives from :class:`SolverResult`: ``method``, ``status`` (one
 of :data:`STATUSES`), ``message`` and the call's scalar ``inputs``.

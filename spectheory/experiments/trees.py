@@ -1,8 +1,8 @@
-"""Block efficiency of chain and tree methods on SmolLM2: ``python -m spectheory.trees.report``.
+"""Block efficiency of chain and tree methods on SmolLM2: ``spectheory experiment trees``.
 
 For each prompt position (SmolLM2-135M-Instruct, a chat prompt plus a few
 target-sampled tokens) and node budget (drafted tokens, root excluded), every
-drafting scheme draws ``--trees`` trees from the early-exit draft
+drafting scheme draws ``trees`` trees from the early-exit draft
 (:class:`~spectheory.trees.lm.LMTreeModels`, one forward per new path, cached):
 
 =========  ==========================================================  ===================
@@ -17,27 +17,34 @@ eagle      a fixed EAGLE-style sparse shape, w/o replacement           rrs_wor, 
 eagle_top  the same shape filled with the draft's top tokens           nss
 =========  ==========================================================  ===================
 
-Every tree is verified ``--trials`` times with fresh coins (numba replay for
-token, block, rrs and rrs_wor; the reference verifiers for the others, with
-``--ref-trials``).  The block efficiency :math:`\\tau` (bonus token included)
-is the mean over trees of each tree's mean block length, with a 95% Student-t
-interval over trees; orderings claimed by the papers (docs/theory.md §9) are
-tested by paired differences on the same trees (or unpaired for different
-drafters).  Sequoia's rank-acceptance vector is measured on the evaluation
+Every tree is verified ``trials`` times with fresh coins (numba replay for
+token, block, rrs and rrs_wor; the reference verifiers for the others,
+``ref_trials`` times); the settings are :class:`TreesSettings`.  The block
+efficiency :math:`\\tau` (bonus token included) is the mean over trees of each
+tree's mean block length, with a 95% Student-t interval over trees; orderings
+claimed by the papers (docs/theory.md §9) are tested by paired differences on
+the same trees (or unpaired for different drafters).  Sequoia's
+rank-acceptance vector is measured on the evaluation
 positions' roots (RRS without replacement, 8 ranks, Monte Carlo).
 
-Writes ``tau.csv``, ``orderings.csv`` and ``tau.png`` to ``--out``.
+:func:`run_trees` writes ``tau.csv``, ``orderings.csv`` and ``tau.png`` to
+its output folder; :func:`summary_lines` formats both tables.
 """
 
 from __future__ import annotations
 
-import argparse
+import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["EAGLE_SHAPES", "main"]
+from .._errors import InvalidParameterError
+
+__all__ = ["EAGLE_SHAPES", "TreesSettings", "run_trees", "summary_lines"]
+
+_log = logging.getLogger(__name__)
 
 #: EAGLE-style sparse shapes (parent arrays) with 8 and 16 drafted tokens.
 EAGLE_SHAPES = {
@@ -51,7 +58,7 @@ _KERNEL = ("token", "block", "rrs", "rrs_wor")
 def _drafters(budget, sequoia_shape):
     from functools import partial
 
-    from . import draft_chain, draft_fixed, draft_rsd_c, draft_rsd_s, draft_spectr
+    from ..trees import draft_chain, draft_fixed, draft_rsd_c, draft_rsd_s, draft_spectr
 
     return {
         "chain": (partial(draft_chain, gamma=budget), ("token", "block", "traversal")),
@@ -91,7 +98,7 @@ def _tree_means(verifier, trees, target, draft, trials, ref_trials, rng):
     """Mean block length of each tree over fresh coin draws."""
     from ..coins import RandomCoins
     from ..sim.tree_replay import pack_trees, replay_blocks, replay_uniforms
-    from ._registry import get_tree_verifier
+    from ..trees._registry import get_tree_verifier
 
     if verifier in _KERNEL:
         rows_p = [np.array([target(t.path(j)) for j in range(t.size)]) for t in trees]
@@ -180,78 +187,150 @@ def _plot(rows, path):
     plt.close(fig)
 
 
-def main(argv=None) -> int:
+@dataclass(frozen=True)
+class TreesSettings:
+    """What :func:`run_trees` measures.
+
+    Attributes
+    ----------
+    draft : str
+        The draft specification ('exit:L' or 'adapter:L').
+    temperature : float
+        Temperature of the target and the draft, >= 0.
+    prompts : int
+        Number of prompt positions (the first prompts of the built-in set).
+    offset : int
+        Target-sampled tokens before the root of each position.
+    budgets : tuple of int
+        Node budgets (drafted tokens, root excluded), among 8 and 16.
+    trees : int
+        Trees per drafter and position.
+    trials : int
+        Coin draws per tree for the numba kernels.
+    ref_trials : int
+        Coin draws per tree for the reference verifiers.
+    seed : int
+        Seed of the positions, the trees and the coins.
+    """
+
+    draft: str = "exit:25"
+    temperature: float = 1.0
+    prompts: int = 6
+    offset: int = 4
+    budgets: tuple[int, ...] = (8, 16)
+    trees: int = 6
+    trials: int = 2000
+    ref_trials: int = 100
+    seed: int = 0
+
+    def __post_init__(self):
+        from .._validate import check_positive_int
+
+        for name in ("prompts", "trees", "trials", "ref_trials"):
+            check_positive_int(getattr(self, name), name)
+        for name in ("offset", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidParameterError(f"{name} must be an integer >= 0; got {value!r}")
+        if not isinstance(self.temperature, int | float) or not 0 <= self.temperature < np.inf:
+            raise InvalidParameterError(
+                f"temperature must be a finite number >= 0; got {self.temperature!r}"
+            )
+        budgets = tuple(self.budgets)
+        if not budgets or any(b not in EAGLE_SHAPES for b in budgets):
+            raise InvalidParameterError(
+                f"budgets must be among {tuple(EAGLE_SHAPES)} (the EAGLE and RSD-C shapes); "
+                f"got {self.budgets!r}"
+            )
+        object.__setattr__(self, "budgets", budgets)
+
+    @classmethod
+    def quick(cls, **changes) -> TreesSettings:
+        """Smoke settings: 2 positions, budget 8, 2 trees each, 40 reference draws.
+
+        >>> TreesSettings.quick(seed=3).prompts, TreesSettings.quick(seed=3).seed
+        (2, 3)
+        """
+        return cls(**{"prompts": 2, "budgets": (8,), "trees": 2, "ref_trials": 40, **changes})
+
+
+def run_trees(loaded, settings=None, out="trees_report"):
+    """Measure every drafter and verifier, test the papers' orderings, write tables and a figure.
+
+    Parameters
+    ----------
+    loaded : spectheory.lm.LoadedModel
+        The target and its early-exit drafts (SmolLM2-135M-Instruct).
+    settings : TreesSettings, optional
+        Default ``TreesSettings()`` (about 20 minutes on 2 cores).
+    out : str or path-like
+        Output folder (created): ``tau.csv``, ``orderings.csv``, ``tau.png``.
+
+    Returns
+    -------
+    rows : list of dict
+        Per budget, drafter and verifier: trees and tau with its 95% interval.
+    order : list of dict
+        Per budget and claim: the difference A - B, its 95% interval and the verdict.
+    """
     import torch
 
     from .._files import atomic_path, write_csv
     from ..coins import RandomCoins
-    from ..lm import PROMPTS, load_model
+    from ..lm import PROMPTS
     from ..solvers.sequoia import sequoia_tree
-    from .lm import LMTreeModels, chat_context
+    from ..trees.lm import LMTreeModels, chat_context
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 positions, budget 8, 2 trees each")
-    ap.add_argument("--out", default="trees_report", help="output folder")
-    ap.add_argument(
-        "--draft", default="exit:25", help="draft specification ('exit:L' or 'adapter:L')"
-    )
-    ap.add_argument("--temperature", type=float, default=1.0)
-    ap.add_argument("--prompts", type=int, default=6)
-    ap.add_argument("--offset", type=int, default=4, help="target-sampled tokens before the root")
-    ap.add_argument("--budgets", type=int, nargs="+", default=[8, 16], choices=[8, 16])
-    ap.add_argument("--trees", type=int, default=6, help="trees per drafter and position")
-    ap.add_argument("--trials", type=int, default=2000, help="coin draws per tree (kernels)")
-    ap.add_argument("--ref-trials", type=int, default=100, help="coin draws (reference)")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.prompts, args.budgets, args.trees, args.ref_trials = 2, [8], 2, 40
-    out = Path(args.out)
+    s = settings or TreesSettings()
+    if s.prompts > len(PROMPTS):
+        raise InvalidParameterError(
+            f"prompts must be at most {len(PROMPTS)} (the built-in prompt set); got {s.prompts}"
+        )
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(s.seed)
+    rng = np.random.default_rng(s.seed)
     t0 = time.perf_counter()
-    loaded = load_model()
     positions = []
-    for pid in range(args.prompts):
-        lm = LMTreeModels(loaded, chat_context(loaded, PROMPTS[pid][1]), args.draft,
-                          temperature=args.temperature)  # fmt: skip
+    for pid in range(s.prompts):
+        lm = LMTreeModels(loaded, chat_context(loaded, PROMPTS[pid][1]), s.draft,
+                          temperature=s.temperature)  # fmt: skip
         path = ()
         coins = RandomCoins(rng)
-        for _ in range(args.offset):
+        for _ in range(s.offset):
             path = (*path, coins.categorical(lm.target(path)))
         positions.append((lm, path))
-    print(f"model and {len(positions)} positions ready in {time.perf_counter() - t0:.0f} s")
+    _log.info(f"{len(positions)} positions ready in {time.perf_counter() - t0:.0f} s")
     roots = [(lm.target(path), lm.draft(path)) for lm, path in positions]
     acc = _rank_acceptance(roots, 8, 300, rng)
-    print("rank acceptance (RRSw, ranks 1..8):", np.round(acc, 4).tolist())
+    _log.info(f"rank acceptance (RRSw, ranks 1..8): {np.round(acc, 4).tolist()}")
     means: dict = {}
-    for budget in args.budgets:
+    for budget in s.budgets:
         shape = sequoia_tree(acc, budget + 1).parents
-        print(f"budget {budget}: Sequoia tree {shape}")
+        _log.info(f"budget {budget}: Sequoia tree {shape}")
         for name, (drafter, verifiers) in _drafters(budget, shape).items():
             for lm, prefix in positions:
 
-                def target(s, lm=lm, prefix=prefix):
-                    return lm.target(prefix + tuple(s))
+                def target(x, lm=lm, prefix=prefix):
+                    return lm.target(prefix + tuple(x))
 
-                def draft(s, lm=lm, prefix=prefix):
-                    return lm.draft(prefix + tuple(s))
+                def draft(x, lm=lm, prefix=prefix):
+                    return lm.draft(prefix + tuple(x))
 
                 coins = RandomCoins(rng)
-                trees = [drafter(draft, coins=coins) for _ in range(args.trees)]
+                trees = [drafter(draft, coins=coins) for _ in range(s.trees)]
                 for v in verifiers:
-                    m = _tree_means(v, trees, target, draft, args.trials, args.ref_trials, rng)
+                    m = _tree_means(v, trees, target, draft, s.trials, s.ref_trials, rng)
                     means.setdefault((budget, name, v), []).extend(m.tolist())
-            print(f"  {name:9s} done ({time.perf_counter() - t0:.0f} s, "
-                  f"{sum(lm.forwards for lm, _ in positions)} forwards)")  # fmt: skip
+            _log.info(f"  {name:9s} done ({time.perf_counter() - t0:.0f} s, "
+                      f"{sum(lm.forwards for lm, _ in positions)} forwards)")  # fmt: skip
     rows = []
     for (budget, name, v), m in means.items():
         tau, lo, hi = _ci(m)
         rows.append({"budget": budget, "drafter": name, "verifier": v, "trees": len(m),
                      "tau": tau, "ci_low": lo, "ci_high": hi})  # fmt: skip
     order = []
-    for budget in args.budgets:
+    for budget in s.budgets:
         for claim, a, b, paired, source in _CLAIMS:
             ma, mb = means.get((budget, *a)), means.get((budget, *b))
             if ma is None or mb is None:
@@ -268,20 +347,17 @@ def main(argv=None) -> int:
         write_csv(order, out / "orderings.csv", list(order[0]))
     with atomic_path(out / "tau.png") as tmp:
         _plot(rows, tmp)
-    print(f"\n{'budget':>6} {'drafter':>9} {'verifier':>9} {'trees':>5}  tau [95% CI]")
+    return rows, order
+
+
+def summary_lines(rows, order) -> list[str]:
+    """The tables of :func:`run_trees` as text: tau per method, then the orderings."""
+    lines = [f"{'budget':>6} {'drafter':>9} {'verifier':>9} {'trees':>5}  tau [95% CI]"]
     for r in rows:
-        print(f"{r['budget']:6d} {r['drafter']:>9} {r['verifier']:>9} {r['trees']:5d}  "
-              f"{r['tau']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")  # fmt: skip
-    print("\nOrderings claimed by the papers (difference A - B, 95% CI):")
+        lines.append(f"{r['budget']:6d} {r['drafter']:>9} {r['verifier']:>9} {r['trees']:5d}  "
+                     f"{r['tau']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")  # fmt: skip
+    lines += ["", "Orderings claimed by the papers (difference A - B, 95% CI):"]
     for r in order:
-        print(f"  {r['budget']:2d}  {r['claim']:52s} {r['diff']:+.3f} "
-              f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]  {r['verdict']}")  # fmt: skip
-    print(
-        f"\nwrote {out / 'tau.csv'}, {out / 'orderings.csv'}, {out / 'tau.png'} "
-        f"in {time.perf_counter() - t0:.0f} s"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        lines.append(f"  {r['budget']:2d}  {r['claim']:52s} {r['diff']:+.3f} "
+                     f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]  {r['verdict']}")  # fmt: skip
+    return lines

@@ -1,7 +1,7 @@
 r"""The three scaling dimensions of speculative drafts, measured on our models.
 
-``python -m spectheory.lm.draft_scaling [--out DIR] [--quick]`` writes CSV tables,
-PNG figures (matplotlib, Agg) and ``comparison.txt``:
+``spectheory experiment draft-scaling [--out DIR] [--quick]`` (:func:`run_scaling`)
+writes CSV tables, PNG figures (matplotlib, Agg) and ``comparison.txt``:
 
 1. **Capacity** (``capacity.csv``, ``capacity.png``): held-out acceptance
    :math:`\bar\beta = \frac1N\sum_t\sum_x\min(p_t, q_t)` of adapters trained
@@ -31,7 +31,8 @@ PNG figures (matplotlib, Agg) and ``comparison.txt``:
    draft forward and verifies them in one target forward, yielding
    :math:`1 + \alpha(n)` tokens, with :math:`\alpha(n)` the optimal
    multi-draft acceptance :func:`spectheory.bound` (i.i.d. drafts) averaged
-   over held-out positions of the adapter draft.  :math:`n^*(B) =
+   over held-out positions of the adapter draft (the cost model is
+   :mod:`spectheory.solvers.roofline`).  :math:`n^*(B) =
    \arg\max_n S(n, B)` is fitted as :math:`a_3 + b_3\log_{10}B` (Scylla
    Thm 1.3: :math:`b_3 < 0`).
 
@@ -58,79 +59,14 @@ References
 
 from __future__ import annotations
 
-import argparse
-import sys
-from dataclasses import dataclass
+import logging
 from pathlib import Path
 
 import numpy as np
 
-from .._errors import InvalidParameterError
+__all__ = ["FULL", "QUICK", "run_scaling"]
 
-__all__ = ["Roofline", "optimal_width", "run_scaling", "speedup"]
-
-
-@dataclass(frozen=True)
-class Roofline:
-    r"""Roofline time of a forward pass over ``x`` tokens: :math:`\max(P s / W, 2 P x / F)`.
-
-    Attributes
-    ----------
-    bandwidth : float
-        Bytes per second (default 3.35e12, H100 SXM HBM3).
-    flops : float
-        Sustained FLOP/s (default half of 989e12, dense bf16).
-    bytes_per_param : float
-        2 for bf16 weights.
-    """
-
-    bandwidth: float = 3.35e12
-    flops: float = 0.5 * 989e12
-    bytes_per_param: float = 2.0
-
-    def time(self, params, tokens):
-        """Seconds of one forward of a ``params``-parameter model over ``tokens`` tokens.
-
-        >>> r = Roofline(bandwidth=1.0, flops=4.0, bytes_per_param=1.0)
-        >>> r.time(10, 1), r.time(10, 4)
-        (10.0, 20.0)
-        """
-        tokens = np.asarray(tokens, dtype=np.float64)
-        memory = params * self.bytes_per_param / self.bandwidth
-        out = np.maximum(memory, 2 * params * tokens / self.flops)
-        return out.item() if out.ndim == 0 else out
-
-
-def speedup(alpha, batch, target_params, draft_params, roofline=None):
-    r"""Throughput gain :math:`S(n, B)` for ``n = 1 .. len(alpha)`` i.i.d. drafts (ndarray).
-
-    ``alpha[n - 1]`` is :math:`\alpha(n)`.
-
-    >>> r = Roofline(bandwidth=1.0, flops=1e9, bytes_per_param=1.0)  # memory-bound
-    >>> speedup([0.5, 0.7], 1, 100, 10, r).round(4).tolist()
-    [1.3636, 1.5455]
-    """
-    roofline = roofline or Roofline()
-    a = np.asarray(alpha, dtype=np.float64)
-    if a.ndim != 1 or a.size == 0 or np.any((a < 0) | (a > 1)):
-        raise InvalidParameterError(f"alpha must be a non-empty 1-D array in [0, 1]; got {alpha!r}")
-    if not batch >= 1:
-        raise InvalidParameterError(f"batch must be >= 1; got {batch!r}")
-    n = np.arange(1, a.size + 1)
-    tt = roofline.time(target_params, batch)
-    td = roofline.time(draft_params, batch)
-    return (1 + a) * tt / (td + roofline.time(target_params, batch * (n + 1)))
-
-
-def optimal_width(alpha, batches, target_params, draft_params, roofline=None):
-    """``(n*, S(n*, B))`` per batch size: the first maximiser of :func:`speedup`."""
-    ns, ss = [], []
-    for B in batches:
-        s = speedup(alpha, B, target_params, draft_params, roofline)
-        k = int(np.argmax(s))
-        ns.append(k + 1)
-        ss.append(float(s[k]))
-    return np.asarray(ns), np.asarray(ss)
+_log = logging.getLogger(__name__)
 
 
 def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, per_prompt):
@@ -142,7 +78,7 @@ def _held_out_pq(loaded, adapter, temperature, prompts, max_new_tokens, per_prom
     """
     import torch
 
-    from .draft_eval import _softmax_t, held_out_sequences
+    from ..lm.draft_eval import _softmax_t, held_out_sequences
 
     ps, qs, ids_of = [], [], []
     with torch.no_grad():
@@ -180,7 +116,7 @@ def _t_interval(fit, level=0.95):
 
 def _prompt_slope_interval(x, tables, *, level=0.95, n_boot=2000, seed=0):
     """Interval of the slope from resampling held-out prompts (paired across the points)."""
-    from .draft_eval import prompt_bootstrap
+    from ..lm.draft_eval import prompt_bootstrap
 
     (lo, hi), _ = prompt_bootstrap(
         tables, lambda r: float(_slope(x, r)), level=level, n_boot=n_boot, seed=seed
@@ -235,6 +171,7 @@ def _fit_row(name, fit, prompt_ci):
     }
 
 
+#: Smoke settings (``--quick``): three layers, three corpus sizes, a few steps; not a measurement.
 QUICK = {
     "corpus": {"doc_sequences": 10, "samples_per_prompt": 0, "max_len": 64},
     "layers": (2, 4, 6),
@@ -248,6 +185,7 @@ QUICK = {
     "ns": 8,
     "n_boot": 200,
 }
+#: The published run (31 min on 2 cores; ``docs/draft_scaling/``).
 FULL = {
     "corpus": {"samples_per_prompt": 2},
     "layers": (2, 5, 8, 11, 14),
@@ -289,6 +227,7 @@ def _law(out, fits, name, x, evals, temps, xlabel, title, n_boot):
 
 def _width_law(alpha_pos, prompt_ids, batches, Pt, Pd, n_boot, seed=0):
     """n*(B) from the mean of per-position alpha(n), and a prompt-bootstrap slope interval."""
+    from ..solvers.roofline import optimal_width
     from ..solvers.scaling import fit_log_linear
 
     alpha = alpha_pos.mean(0)
@@ -316,17 +255,33 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
     ``slope_ci_prompts_low/high``).  Figures show each point's
     prompt-bootstrap interval.
 
+    Parameters
+    ----------
+    loaded : spectheory.lm.LoadedModel
+        The target (SmolLM2-135M-Instruct in the published run).
+    out : str or path-like
+        Output folder (created).
+    quick : bool
+        :data:`QUICK` settings (a smoke run of a minute, not a measurement)
+        instead of :data:`FULL`.
+    seed : int
+        Seed of the corpus, the training and the bootstrap.
+    progress : bool
+        Progress messages (logger ``spectheory.experiments.draft_scaling``)
+        and bars.
+
     Returns
     -------
     dict
-        ``{"capacity": rows, "tokens": rows, "width": rows, "fits": rows}``.
+        ``{"capacity": rows, "tokens": rows, "width": rows, "fits": rows}``;
+        ``out/comparison.txt`` holds the fitted laws beside the published ones.
     """
     from .. import _files
+    from ..lm import adapters as A
+    from ..lm import draft_eval as E
+    from ..lm import draft_parameter_count
+    from ..lm.corpus import CorpusSettings, build_corpus
     from ..solvers.scaling import leviathan_capacity_slopes
-    from . import adapters as A
-    from . import draft_eval as E
-    from .acceptance import draft_parameter_count
-    from .corpus import CorpusSettings, build_corpus
 
     cfg = QUICK if quick else FULL
     out = Path(out)
@@ -334,7 +289,7 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
 
     def say(msg):
         if progress:
-            print(msg, file=sys.stderr, flush=True)
+            _log.info(msg)
 
     corpus = build_corpus(loaded, CorpusSettings(seed=seed, **cfg["corpus"]), progress=progress)
     layers = sorted(set(cfg["layers"]) | {cfg["token_layer"]})
@@ -479,29 +434,4 @@ def run_scaling(loaded, out, *, quick=False, seed=0, progress=True):
         "is a cost-model consequence of the measured alpha(n), not a wall-clock measurement.",
     ]
     (out / "comparison.txt").write_text("\n".join(lines) + "\n")
-    say("\n".join(lines))
     return {"capacity": cap_rows, "tokens": tok_rows, "width": width_rows, "fits": fits}
-
-
-def main(argv=None) -> int:
-    """``python -m spectheory.lm.draft_scaling [--out DIR] [--quick] [--seed S]``."""
-    from .._errors import SpecTheoryError
-    from ._loader import load_model
-
-    ap = argparse.ArgumentParser(prog="python -m spectheory.lm.draft_scaling")
-    ap.add_argument("--out", default="draft_scaling", help="output folder")
-    ap.add_argument("--quick", action="store_true", help="tiny settings (a smoke run)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args(argv)
-    try:
-        loaded = load_model()
-        run_scaling(loaded, args.out, quick=args.quick, seed=args.seed, progress=not args.quiet)
-    except SpecTheoryError as exc:
-        print(f"draft_scaling: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""spectheory.experiments: the layering rule (no library package imports a study) and the settings.
+
+The studies' real-model runs are in test_cli_experiment.py (through the command line, their
+one entry point) and test_draft_scaling.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from spectheory import InvalidParameterError
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The library packages: layers below the studies, which must not import them.
+LIBRARY = ("lm", "sim", "trees", "solvers", "verifiers", "exact", "torch", "live")
+EXPERIMENTS = "spectheory.experiments"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The absolute name of ``from X import ...`` (relative levels resolved against ``module``)."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, node.module] if node.module else package)
+
+
+def _hits(name: str) -> bool:
+    return name == EXPERIMENTS or name.startswith(EXPERIMENTS + ".")
+
+
+def experiment_imports(source: str, module: str, is_package: bool = False) -> list[tuple]:
+    """``(line, name)`` of every import of ``spectheory.experiments`` in ``source``.
+
+    Every import statement counts, at the top or inside a function (a lazy import is still a
+    dependency): ``import spectheory.experiments.x``, ``from spectheory.experiments import x``,
+    ``from spectheory import experiments``, their relative forms, and
+    ``importlib.import_module("spectheory.experiments...")`` with a literal name.
+    """
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if _hits(a.name)]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, module, is_package)
+            names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            out += [(node.lineno, n) for n in names if _hits(n)][:1]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            args = node.args[:1]
+            if called in ("import_module", "__import__") and args:
+                arg = args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    out += [(node.lineno, arg.value)] if _hits(arg.value) else []
+    return out
+
+
+def _library_files():
+    return sorted(p for pkg in LIBRARY for p in (ROOT / "spectheory" / pkg).rglob("*.py"))
+
+
+def test_the_library_packages_exist_and_are_scanned():
+    files = _library_files()
+    scanned = {p.relative_to(ROOT / "spectheory").parts[0] for p in files}
+    assert scanned == set(LIBRARY)
+    assert len(files) > 50
+
+
+def test_no_library_package_imports_an_experiment():
+    offenders = []
+    for path in _library_files():
+        found = experiment_imports(path.read_text(encoding="utf-8"), _module(path),
+                                   path.name == "__init__.py")  # fmt: skip
+        offenders += [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in found]
+    assert not offenders, "library packages must not import experiments:\n" + "\n".join(offenders)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "from ..experiments import trees\n",
+        "from ..experiments.trees import TreesSettings\n",
+        "from .. import experiments\n",
+        "import spectheory.experiments.draft_length as D\n",
+        "from spectheory.experiments import draft_scaling\n",
+        "from spectheory import experiments\n",
+        "def f():\n    from ...experiments import trees\n",  # lazy, from a subpackage
+        "import importlib\nimportlib.import_module('spectheory.experiments.trees')\n",
+    ],
+)
+def test_the_checker_finds_a_planted_import(planted):
+    # planted in spectheory/lm/planted.py, or spectheory/lm/sub/planted.py for the 3-dot form
+    module = "spectheory.lm.sub.planted" if "..." in planted else "spectheory.lm.planted"
+    found = experiment_imports("import numpy as np\n" + planted, module)
+    assert len(found) == 1 and _hits(found[0][1])
+    assert found[0][0] >= 2  # the planted line, not the innocent first one
+
+
+def test_the_checker_lets_library_imports_through():
+    source = (
+        "from .. import exact\nfrom ..sim import experiments_like\nimport spectheory.lm\n"
+        "from . import report\nimport importlib\nimportlib.import_module('spectheory.sim')\n"
+    )
+    assert experiment_imports(source, "spectheory.lm.planted") == []
+
+
+def test_the_checker_fails_on_a_planted_file(tmp_path, monkeypatch):
+    # the whole scan, not only the helper: a library file with an experiment import fails it
+    pkg = tmp_path / "spectheory"
+    for name in LIBRARY:
+        (pkg / name).mkdir(parents=True)
+        (pkg / name / "__init__.py").write_text("")
+    (pkg / "trees" / "lm.py").write_text("def f():\n    from ..experiments import trees\n")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    with pytest.raises(AssertionError, match=r"spectheory/trees/lm.py:2 imports"):
+        test_no_library_package_imports_an_experiment()
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_trees_settings_refuse_bad_values_by_name():
+    from spectheory.experiments.trees import EAGLE_SHAPES, TreesSettings
+
+    assert TreesSettings().budgets == tuple(EAGLE_SHAPES)
+    quick = TreesSettings.quick(trials=7)
+    assert (quick.prompts, quick.budgets, quick.trees, quick.ref_trials, quick.trials) == (
+        2, (8,), 2, 40, 7,
+    )  # fmt: skip
+    for bad, match in [
+        ({"budgets": (12,)}, "budgets must be among"),
+        ({"budgets": ()}, "budgets must be among"),
+        ({"trees": 0}, "trees"),
+        ({"offset": -1}, "offset must be an integer >= 0; got -1"),
+        ({"temperature": float("inf")}, "temperature"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            TreesSettings(**bad)
+
+
+def test_draft_length_settings_refuse_bad_values_by_name():
+    from spectheory.experiments.draft_length import DraftLengthSettings
+
+    assert DraftLengthSettings().capacity_layers == tuple(range(1, 30))
+    assert DraftLengthSettings(capacity_layers=()).capacity_layers == ()
+    for bad, match in [
+        ({"capacity_layers": (2, 3)}, r"capacity_layers must hold at least 3 layers .* \(2, 3\)"),
+        ({"holdout": 1.0}, r"holdout must be in \(0, 1\); got 1.0"),
+        ({"costs": (0.1, 0.0)}, "costs must be finite numbers > 0"),
+        ({"layer": 0}, "layer"),
+        ({"weight": -1.0}, "weight must be a finite number >= 0; got -1.0"),
+        ({"seed": -2}, "seed must be an integer >= 0; got -2"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            DraftLengthSettings(**bad)
+
+
+def test_importing_a_study_loads_no_kernel_or_model_library():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import spectheory.experiments.draft_scaling, spectheory.experiments.draft_length\n"
+        "import spectheory.experiments.trees\n"
+        "print(sorted(m for m in ('numba', 'scipy', 'torch', 'transformers') if m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
