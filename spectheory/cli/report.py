@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._common import ExitCode, log
-from ._recording import FIELDS, add_recording_options, trace_settings
+from ._common import ExitCode, existing_path, log
+from ._recording import FIELDS, add_recording_options, reject_with_trace, trace_settings
 
 HELP = "the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)"
 
@@ -27,6 +27,9 @@ def add_parser(subparsers):
     r.add_argument("--verifier", action="append", default=[], metavar="MODULE:FUNCTION",
                    help="your own verifier (coins protocol or black box, or a Verifier record), "
                         "replayed and checked beside the built-in ones; repeatable")  # fmt: skip
+    r.add_argument("--trace", type=existing_path, default="",
+                   help="your own trace file (spectheory trace record, or Trace.from_arrays("
+                        "...).save): the report runs on it without loading any model")  # fmt: skip
     add_recording_options(r)
     r.set_defaults(run=run)
     return r
@@ -35,14 +38,21 @@ def add_parser(subparsers):
 def run(args) -> int:
     from ..report import build_report
 
+    if args.trace:
+        reject_with_trace(args)
     settings = trace_settings(args) if any(f in vars(args) for f in FIELDS) else None
     if settings is not None:
         log.info(f"report on model {settings.model}, drafts {', '.join(settings.drafts)}")
     res = build_report(args.out, quick=args.quick, sections=args.sections,
                        progress=not args.quiet, settings=settings,
-                       verifiers=tuple(args.verifier))  # fmt: skip
+                       verifiers=tuple(args.verifier), trace=args.trace or None)  # fmt: skip
     print(f"report: {res.html} ({res.seconds:.0f} s); tables and summary.json in {res.html.parent}")
-    print(f"model: {settings.model if settings else 'smollm2-135m-instruct (default)'}")
+    if args.trace:
+        print(f"trace: {args.trace} (model {res.summary['trace_file']['model']})")
+        for name, why in res.summary.get("skipped", {}).items():
+            print(f"skipped {name}: {why}")
+    else:
+        print(f"model: {settings.model if settings else 'smollm2-135m-instruct (default)'}")
     if not res.ok:
         log.warning("some checks did not come out as expected: see summary.json")
         return ExitCode.CHECK_FAILED

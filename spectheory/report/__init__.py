@@ -80,6 +80,7 @@ def build_report(
     loaded=None,
     settings=None,
     verifiers=(),
+    trace=None,
 ) -> ReportResult:
     """Record or reuse the default trace and write the report into ``out_dir``.
 
@@ -100,6 +101,11 @@ def build_report(
     verifiers : sequence of str, Verifier or function
         The user's own verifiers (``"package.module:function"``, a record or a
         function on either protocol), replayed and checked beside the built-in ones.
+    trace : str, path or spectheory.lm.Trace, optional
+        The researcher's own trace (a file written by ``spectheory trace
+        record`` or ``Trace.from_arrays(...).save``, or a trace object): the
+        report runs on it without loading any model; sections that need one
+        are skipped with the reason (HTML and ``summary.json["skipped"]``).
 
     Returns
     -------
@@ -117,11 +123,22 @@ def build_report(
     out.mkdir(parents=True, exist_ok=True)
     ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded,
                         verifiers=tuple(resolve_verifier(v) for v in verifiers))  # fmt: skip
-    settings = settings or (_quick_settings() if quick else TraceSettings())
-    ctx.say(f"trace {settings.key(loaded)} of model {settings.model} (recorded once, then reused "
-            f"from the cache)")  # fmt: skip
     t0 = time.perf_counter()
-    ctx.trace = record_trace(settings, loaded=loaded, progress=progress)
+    if trace is not None:  # the researcher's own trace: no model is loaded or recorded
+        from ..lm import Trace, load_trace
+
+        if settings is not None:
+            raise InvalidParameterError("give settings or trace, not both (a trace has its own)")
+        ctx.trace = trace if isinstance(trace, Trace) else load_trace(trace)
+        ctx.trace_file = str(trace) if not isinstance(trace, Trace) else "(a trace in memory)"
+        settings = ctx.trace.settings
+        ctx.summary["trace_file"] = {"path": ctx.trace_file, "model": settings.model}
+        ctx.say(f"trace file {ctx.trace_file} of model {settings.model}")
+    else:
+        settings = settings or (_quick_settings() if quick else TraceSettings())
+        ctx.say(f"trace {settings.key(loaded)} of model {settings.model} (recorded once, then "
+                f"reused from the cache)")  # fmt: skip
+        ctx.trace = record_trace(settings, loaded=loaded, progress=progress)
     ctx.seconds["trace"] = time.perf_counter() - t0
     title = "SmolLM2-135M-Instruct" if settings.model == "smollm2-135m-instruct" else settings.model
     page = Page(f"spectheory report: speculative decoding on {title}")

@@ -76,6 +76,9 @@ class ReportContext:
     progress : bool
         Print one line per step to stderr.
     trace : spectheory.lm.Trace
+    trace_file : str
+        ``report --trace FILE``: the researcher's trace file; no model is
+        loaded, and sections that need one are skipped (:meth:`skip`).
     verifiers : tuple of Verifier
         The user's verifiers (``report --verifier``), replayed and checked
         beside the built-in ones (in Python when they have no kernel).
@@ -90,6 +93,7 @@ class ReportContext:
     progress: bool
     trace: object = None
     loaded: object = None
+    trace_file: str = ""
     verifiers: tuple = ()
     seconds: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -99,6 +103,12 @@ class ReportContext:
             import sys
 
             print(f"[report] {text}", file=sys.stderr, flush=True)
+
+    def skip(self, name: str, reason: str, page) -> None:
+        """Record that ``name`` was skipped and why, in the HTML and in ``summary.json``."""
+        self.summary.setdefault("skipped", {})[name] = reason
+        page.paragraph(f"Skipped {name}: {reason}.")
+        self.say(f"skipped {name}: {reason}")
 
     def csv(self, name: str, rows, columns) -> Path:
         """Write a table as ``out_dir/name`` and return its path."""
@@ -155,12 +165,17 @@ def section_setup(ctx: ReportContext, page) -> None:
         {"item": "trace key", "value": s.key()},
         {"item": "mode", "value": "quick" if ctx.quick else "full"},
     ]  # fmt: skip
+    if ctx.trace_file:  # report --trace FILE: the researcher's own trace, no model loaded
+        rows.insert(4, {"item": "trace file", "value": f"{ctx.trace_file} (model {s.model})"})
     page.section("Set-up", "setup")
     page.paragraph(
+        f"Every number below is computed on this machine from the trace file {ctx.trace_file} "
+        f"(model {s.model}; no model was loaded: sections that need one are skipped, with the "
+        "reason)." if ctx.trace_file else
         "Every number below is computed on this machine from the recorded trace of the real "
         "model: the target's and each draft's full-vocabulary logits at every position of "
         "target-sampled continuations of the embedded prompts (`spectheory trace record`)."
-    )
+    )  # fmt: skip
     page.table(rows, ["item", "value"])
     ctx.summary["setup"] = {r["item"]: r["value"] for r in rows}
 

@@ -31,6 +31,10 @@ def section_papers(ctx: ReportContext, page) -> None:
     )
     summary = {}
     for name, paper in PAPERS.items():
+        if paper.needs_model and ctx.loaded is None and ctx.trace_file:
+            ctx.skip(f"papers/{name}", f"it runs the model, and report --trace {ctx.trace_file} "
+                     "loads none (run `spectheory reproduce` with the model)", page)  # fmt: skip
+            continue
         if paper.needs_model and ctx.loaded is None:
             ctx.loaded = get_model()
         ctx.say(f"reproducing {name}")

@@ -1,0 +1,84 @@
+"""``spectheory report --trace FILE``: the report on a researcher's own trace, no model loaded."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import spectheory as stt
+from spectheory.cli import main
+from spectheory.lm import Trace
+from spectheory.report import build_report
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    """A 2-prompt, 24-position trace over 1,000 tokens from arrays, saved as a trace file.
+
+    Zipf-like targets (p ~ rank^-1.5, as language models' are peaked with long tails): the
+    top token has about 0.3 of the mass, so i.i.d. drafts repeat (the de-duplication bug
+    shows), and about 1.7% lies below float16's smallest normal 2^-14 (the half-precision
+    bug shows: both flagged with p < 1e-26 at the rows the report picks).  The draft's
+    logits are the target's plus N(0, 1) noise (overlap 0.6..0.8 at those rows).
+    """
+    rng = np.random.default_rng(0)
+    V = 1000
+    target = -1.5 * np.log(np.arange(1, V + 1))[None] + rng.normal(size=(24, V)) * 0.3
+    target = target[:, rng.permutation(V)]
+    draft = target + rng.normal(size=(24, V))
+    tr = Trace.from_arrays(target, {"mine": draft}, name="my-model", prompt_ids=[0] * 12 + [1] * 12)
+    return tr.save(tmp_path_factory.mktemp("trace") / "mine.safetensors")
+
+
+@pytest.fixture()
+def no_model(monkeypatch):
+    """Any attempt to load a model fails the test."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("report --trace loaded a model")
+
+    monkeypatch.setattr("spectheory.lm.load_model", refuse)
+    monkeypatch.setattr("spectheory.papers._common.get_model", refuse)
+
+
+def test_report_on_a_trace_file_loads_no_model(trace_file, tmp_path, no_model, monkeypatch):
+    from spectheory import papers
+
+    # the papers that run the model are skipped before they start; keep one such paper only
+    monkeypatch.setattr(papers, "PAPERS", {"leviathan": papers.PAPERS["leviathan"]})
+    res = build_report(tmp_path, sections=["setup", "lossless", "papers"], progress=False,
+                       trace=str(trace_file))  # fmt: skip
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["trace_file"] == {"path": str(trace_file), "model": "arrays:my-model"}
+    assert summary["setup"]["trace file"] == f"{trace_file} (model arrays:my-model)"
+    assert summary["setup"]["drafts"] == "logits:mine"
+    reason = summary["skipped"]["papers/leviathan"]
+    assert "runs the model" in reason and str(trace_file) in reason
+    assert summary["lossless"]["draft"] == "logits:mine"
+    assert summary["lossless"]["verdicts"]["rrs"] == "consistent with lossless"
+    assert summary["lossless"]["verdicts"]["typical"] == "lossy"
+    assert res.ok
+    html = res.html.read_text()
+    assert "speculative decoding on arrays:my-model" in html
+    assert "Skipped papers/leviathan: it runs the model" in html
+    assert f"from the trace file {trace_file}" in html
+
+
+def test_cli_report_trace(trace_file, tmp_path, no_model, capsys):
+    argv = ["report", "--trace", str(trace_file), "--sections", "setup", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert f"trace: {trace_file} (model arrays:my-model)" in out
+    # recording options would be ignored: refused
+    assert main([*argv, "--out", str(tmp_path / "s"), "--model", "x"]) == 2
+    assert "--model cannot be combined with --trace" in capsys.readouterr().err
+
+
+def test_trace_and_settings_together_are_refused(trace_file, tmp_path):
+    from spectheory.lm import TraceSettings
+
+    with pytest.raises(stt.InvalidParameterError, match="settings or trace, not both"):
+        build_report(tmp_path, sections=["setup"], progress=False, trace=str(trace_file),
+                     settings=TraceSettings())  # fmt: skip
