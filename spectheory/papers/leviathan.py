@@ -51,6 +51,7 @@ from ..solvers.speedup import (
     speedup,
     tokens_per_round,
 )
+from . import _leviathan_figures as _figs
 from ._common import Run, close_to, cost_ratio, get_model, get_trace
 
 __all__ = ["CONTINUOUS_GAMMA", "GAMMA_TABLE", "TABLE3_FITS", "reproduce"]
@@ -74,6 +75,10 @@ GAMMA_TABLE = {
     (0.95, 0.01): (40, "12.54"), (0.95, 0.05): (21, "6.600"), (0.95, 0.10): (15, "4.479"),
     (0.95, 0.20): (10, "2.875"),
 }  # fmt: skip
+
+#: Temperatures of the trace's alpha table (the paper's Table 3 has T = 0 and 1).
+ALPHA_TEMPERATURES = (0.0, 0.3, 0.5, 0.7, 1.0)
+ALPHA_TEMPERATURES_QUICK = (0.0, 0.7, 1.0)
 
 #: docs/theory.md §1.5(b)/8.5 [derived]: continuous optimum gamma*_cont at (alpha, c).
 CONTINUOUS_GAMMA = {(0.8, 0.05): "7.857", (0.6, 0.1): "2.978", (0.9, 0.01): "24.099"}
@@ -316,8 +321,12 @@ def _curves(run: Run):
         fig.suptitle("Leviathan et al. Theorem 3.8: speedup against draft length")
 
 
-def early_exit(run: Run, trace, loaded) -> list:
-    """Table 2/3 analogue for the early-exit drafts of the trace on this CPU."""
+def early_exit(run: Run, trace, loaded, profiles=None) -> list:
+    """Table 2/3 analogue for the early-exit drafts of the trace on this CPU.
+
+    ``profiles`` maps ``(draft, T)`` to acceptance profiles already computed
+    (by the alpha table); missing ones are computed here.
+    """
     from ..lm import acceptance_profile
     from ..sim.draft_length import Fixed, simulate_policy
 
@@ -326,7 +335,10 @@ def early_exit(run: Run, trace, loaded) -> list:
     # Early exits (timed) and n-gram lookups (no model forward); other draft kinds are left out.
     drafts = [d for d in trace.drafts if d.startswith(("exit:", "ngram:"))]
     for draft in drafts:
-        prof = {T: acceptance_profile(trace, draft, T) for T in (0.0, 1.0)}
+        prof = {
+            T: (profiles or {}).get((draft, T)) or acceptance_profile(trace, draft, T)
+            for T in (0.0, 1.0)
+        }
         layer = int(draft.split(":")[1]) if draft.startswith("exit:") else None
         if layer is not None:
             cr = cost_ratio(loaded, layer, run.quick)
@@ -417,7 +429,19 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     run.log("Tables 2 and 3")
     table2_checks(run)
     run.table("table3_fits", table3_fit_rows(run))
+    run.log("Tables 1 and 4 (closed forms against the printed numbers)")
+    _figs.table1_checks(run)
+    _figs.table4_checks(run)
     run.log("early-exit analogue on the real model")
     loaded = get_model(loaded)
-    early_exit(run, get_trace(trace, quick, loaded, progress), loaded)
+    tr = get_trace(trace, quick, loaded, progress)
+    drafts = [d for d in tr.drafts if d.startswith(("exit:", "ngram:"))]
+    run.log("alpha table of the trace (prompt-bootstrap intervals)")
+    profiles = _figs.alpha_table(run, tr, drafts, ALPHA_TEMPERATURES_QUICK if quick
+                                 else ALPHA_TEMPERATURES)  # fmt: skip
+    rows = early_exit(run, tr, loaded, profiles)
+    run.log("Figures 2 and 3 with this trace's alpha and c")
+    _figs.figure2(run, [(f"{r['draft']} T={r['temperature']:g}", r["alpha"]) for r in rows])
+    _figs.figure3(run, [(f"{r['draft']} T={r['temperature']:g}", r["alpha"], r["c_measured"])
+                        for r in rows], reference=GAMMA_TABLE)  # fmt: skip
     return run.result()
