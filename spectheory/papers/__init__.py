@@ -84,11 +84,12 @@ _ENTRIES.append(
         "Verification for Speculative Tree Decoding",
         "2403.10444, 2505.12398",
         blockverify.reproduce,
-        "docs/theory.md §8.3 (10/9 vs 11/9) and exact block efficiencies of token-level, block and "
-        "traversal verification on chains and trees of random Markov models (exact rational "
-        "arithmetic; no model, no trace)",
+        "the motivating example (10/9, 11/9, the ideal 12/9), block efficiency against gamma = "
+        "1..8 (exact on the example and on random Markov models, Monte Carlo with intervals on "
+        "the trace), and exact token-level, block and traversal verification on chains and "
+        "trees of random Markov models",
         needs_model=False,
-        uses_trace=False,
+        uses_trace=True,
     )
 )
 
