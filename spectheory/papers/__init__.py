@@ -33,7 +33,8 @@ _ENTRIES = [
         "2502.18779",
         hu2025.reproduce,
         "optimal acceptance against n for each draft law (i.i.d., without replacement, greedy) "
-        "at T = 0.7, a temperature sweep at n = 3, each verifier's gap to the bound",
+        "at T = 0.7, a temperature sweep at n = 3, each verifier's gap to the bound, the main "
+        "table (bound against RRS, K-SEQ, RRS without replacement, greedy) on a temperature grid",
         needs_model=False,
     ),
     Paper(
@@ -42,7 +43,7 @@ _ENTRIES = [
         "2310.15141",
         spectr.reproduce,
         "K-SEQ against the optimum for n = 1..8, the (1 - 1/e) guarantee at every position and "
-        "over a worst-case search",
+        "over a worst-case search, block efficiency against the number of drafts K and length L",
         needs_model=False,
     ),
     Paper(
@@ -51,8 +52,9 @@ _ENTRIES = [
         "(ICML 2023)",
         "2211.17192",
         leviathan.reproduce,
-        "the optimal-gamma table and speedup curves (Thm 3.8), Table 2 through Thm 3.8, the "
-        "Table 3 capacity fits, the early-exit analogue with the measured CPU cost ratio",
+        "the optimal-gamma table and speedup curves (Thm 3.8), Tables 1, 2 and 4 through the "
+        "closed forms, Figures 2 and 3, the Table 3 capacity fits, the trace's alpha table with "
+        "intervals, the early-exit analogue with the measured CPU cost ratio",
         needs_model=True,
     ),
     Paper(
