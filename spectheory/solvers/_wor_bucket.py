@@ -64,6 +64,17 @@ WOR_MAX_EXPONENT = 1030
 #: Relative margin on the cut ``c``: covers the rounding of the sums ``R_m``
 #: (at most V ulp, 1e-10 at V = 10^6) and of ``c q_j``.
 WOR_CUT_MARGIN = 1e-9
+#: A bucket's tokens with ``x t <= WOR_GROUP_X`` at every live node ``t`` (``x``
+#: the scaled draft mass) enter the Poisson-binomial law together, through
+#: power sums (:func:`_add_group`).  The Taylor remainder of ``(e^u - 1)^k``
+#: after ``WOR_GROUP_TERMS + 1`` terms is below
+#: ``(k u)^13 / 13! e^{k u} < 4e-18`` relative to ``u^k`` for ``k u <= 1/4``;
+#: the group is used for ``n <= 9`` (``k <= 8``, ``k u <= 1/4``).
+WOR_GROUP_X = 1.0 / 32.0
+WOR_GROUP_TERMS = 12
+#: Largest ``n`` with grouped updates, and the fewest small tokens worth a group.
+WOR_GROUP_MAX_N = 9
+WOR_GROUP_MIN = 8
 #: Snapshots of the Poisson-binomial state kept for buckets that may still
 #: need a token-by-token scan; when all are taken the oldest is scanned at once.
 WOR_SNAPSHOTS = 32
@@ -131,6 +142,100 @@ def _add_token(P, x, t, a, y, g_hi, n):
             P[j, g] = P[j, g] * a[g] + P[j - 1, g] * y[g]
     for g in range(g_hi):
         P[0, g] *= a[g]
+
+
+@njit(cache=True)
+def _expm1_power_table(n):
+    """``A[m, k]``: coefficient of ``x^(m+k)`` in ``(e^x - 1)^m``, m < n, k <= WOR_GROUP_TERMS."""
+    K = WOR_GROUP_TERMS
+    A = np.zeros((n, K + 1))
+    A[0, 0] = 1.0
+    for m in range(1, n):
+        # (e^x - 1)^m = (e^x - 1)^(m-1) * sum_{i >= 1} x^i / i!
+        for k in range(K + 1):
+            s = 0.0
+            fact = 1.0
+            for i in range(1, k + 2):
+                fact *= i
+                s += A[m - 1, k + 1 - i] / fact
+            A[m, k] = s
+    return A
+
+
+@njit(cache=True)
+def _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, E0, Y0):
+    """Multiply the law by the clocks of ``m`` small tokens at once (masses ``xs[:m]``).
+
+    At node ``t`` the tokens contribute ``prod_i (e^{-x_i t} + (1 - e^{-x_i t}) z)
+    = e^{-t sum x} exp(sum_{k>=1} (-1)^(k+1) W_k z^k / k)`` with
+    ``W_k = sum_i (e^{x_i t} - 1)^k``, exact modulo ``z^n``.  Every token has
+    ``x_i t <= WOR_GROUP_X`` at every live node, and ``W_k`` is summed from the
+    power sums ``sum_i (x_i t_top)^r`` by the Taylor series of ``(e^u - 1)^k``
+    cut after ``WOR_GROUP_TERMS + 1`` terms (relative error below 1e-17, see
+    :data:`WOR_GROUP_X`).  The coefficients of the exponential are positive
+    (elementary symmetric functions of ``e^{x_i t} - 1``); the recurrence that
+    forms them has terms of size at most ``e^{-W_1} W_1^j / j!`` (the law of a
+    Poisson count, at most 1), so its absolute error is a few ulp.
+    """
+    t_top = t[g_hi - 1]
+    R = n - 1 + WOR_GROUP_TERMS
+    for r in range(R + 1):
+        M[r] = 0.0
+    sx = 0.0
+    for i in range(m):
+        sx += xs[i]
+        u = xs[i] * t_top
+        v = u
+        for r in range(1, R + 1):
+            M[r] += v
+            v *= u
+    _octave_powers(sx, t, E0, Y0, g_hi)  # e^{-t sum x}: absolute error ~2 ulp
+    for g in range(g_hi):
+        K = Kd[g_hi - 1 - g]  # fewer terms at lower nodes, where x t is smaller
+        tau = t[g] / t_top
+        v = tau
+        for r in range(1, n + K):
+            tp[r] = v * M[r]  # tau^r M_r
+            v *= tau
+        sign = 1.0
+        for k in range(1, n):  # (-1)^(k+1) W_k, W_k = sum_r A[k, r] tau^(k+r) M_(k+r)
+            w = 0.0
+            for r in range(K + 1):
+                w += A[k, r] * tp[k + r]
+            W[k] = sign * w
+            sign = -sign
+        F[0] = E0[g]
+        for j in range(1, n):  # F = exp(sum_k (-1)^(k+1) W_k z^k / k) mod z^n
+            acc = 0.0
+            for k in range(1, j + 1):
+                acc += W[k] * F[j - k]
+            F[j] = acc / j
+        for j in range(n - 1, -1, -1):
+            acc = 0.0
+            for i in range(j + 1):
+                acc += P[i, g] * F[j - i]
+            P[j, g] = acc
+
+
+@njit(cache=True)
+def _group_terms(n, G, h):
+    """``Kd[d]``: Taylor terms (beyond the first) for a node ``d`` steps below the top.
+
+    There ``x t <= WOR_GROUP_X e^{-h d}`` and, with ``k = n - 1``, the remainder
+    of ``(e^u - 1)^k / u^k`` after ``K + 1`` terms is at most
+    ``(k u)^(K+1) / (K+1)! e^{k u}``; ``K`` is the least value putting it below 4e-18.
+    """
+    Kd = np.empty(G, dtype=np.int64)
+    k = max(n - 1, 1)
+    for d in range(G):
+        u = WOR_GROUP_X * math.exp(-h * d)
+        K = 0
+        term = k * u  # (k u)^(K+1) / (K+1)!
+        while K < WOR_GROUP_TERMS and term * math.exp(k * u) > 4e-18:
+            K += 1
+            term *= k * u / (K + 1)
+        Kd[d] = K
+    return Kd
 
 
 @njit(cache=True)
@@ -224,7 +329,7 @@ def _scan_bucket(b, P0, g0, p, q, toks, keys, n, best, Pstart, support0, tail_b,
 
 
 @njit(cache=True)
-def _wor_bucket_row(p, q, n, t0, cert):
+def _wor_bucket_row(p, q, n, t0, cert, stats):
     V = p.shape[0]
     per = WOR_PER_OCTAVE_BUCKETS
     emin = WOR_MIN_EXPONENT
@@ -315,6 +420,13 @@ def _wor_bucket_row(p, q, n, t0, cert):
     y = np.empty(G)
     e = np.empty(G)
     work = np.empty(G)
+    xs = np.empty(toks.shape[0])
+    A = _expm1_power_table(min(n, WOR_GROUP_MAX_N))
+    Kd = _group_terms(n, G, h)
+    F = np.empty(n)
+    W = np.empty(n)
+    M = np.empty(n + WOR_GROUP_TERMS)
+    tp = np.empty(n + WOR_GROUP_TERMS)
     snaps = np.empty((WOR_SNAPSHOTS, n, G))
     free = np.ones(WOR_SNAPSHOTS, dtype=np.bool_)
     pend_b = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
@@ -339,6 +451,7 @@ def _wor_bucket_row(p, q, n, t0, cert):
         inner_lb = Pstart[bi] + pmin[bi] - _pow_complement(tail[bi], n)
         if s1 - s0 > 1 and support + (s1 - s0) - 1 >= n and inner_lb < best:
             if npend == WOR_SNAPSHOTS:  # all slots taken: scan the oldest now
+                stats[3] += cnt[pend_b[0]]
                 best, best_b, best_inner = _resolve(
                     0, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
                     p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
@@ -360,14 +473,31 @@ def _wor_bucket_row(p, q, n, t0, cert):
                     snaps[slot, j, g] = P[j, g]
             g_snap = g_hi
             sup_snap = support
-        for k in range(s0, s1):
-            _add_token(P, q[toks[k]] * scale, t, a, y, g_hi, n)
+        if n <= WOR_GROUP_MAX_N and s1 - s0 >= WOR_GROUP_MIN:
+            lim = WOR_GROUP_X / t[g_hi - 1] if g_hi > 0 else np.inf
+            m = 0
+            for k in range(s0, s1):
+                x = q[toks[k]] * scale
+                if x <= lim:
+                    xs[m] = x
+                    m += 1
+                else:
+                    _add_token(P, x, t, a, y, g_hi, n)
+                    stats[0] += 1
+            if m > 0 and g_hi > 0:
+                _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, a, y)
+                stats[1] += m
+        else:
+            for k in range(s0, s1):
+                _add_token(P, q[toks[k]] * scale, t, a, y, g_hi, n)
+            stats[0] += s1 - s0
         g_hi = _prune(P, g_hi, n)
         support += s1 - s0
         pend = Pstart[bi] + bp[bi]
         Qend = -1.0
         if support >= n and (slot >= 0 or pend - _pow_complement(tail[bi], n) < best):
             Qend = _q_integral(P, tail[bi], scale, t, g_hi, n, coef, h, e, work)
+            stats[2] += 1
             f = pend - Qend
             if f < best:
                 best = f
@@ -399,6 +529,7 @@ def _wor_bucket_row(p, q, n, t0, cert):
         npend = k2
     for k in range(npend):
         if pend_lb[k] < best:
+            stats[3] += cnt[pend_b[k]]
             best, best_b, best_inner = _resolve(
                 k, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
                 p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
@@ -453,11 +584,14 @@ def wor_bucket_min(p, q, n, t0):
 
     Returns
     -------
-    best : float64 (B,); cert : bool (B, V), a prefix attaining it.
+    best : float64 (B,); cert : bool (B, V), a prefix attaining it;
+    stats : int64 (B, 4), tokens added one by one, tokens added in groups,
+    integrals at bucket ends, tokens of the buckets scanned token by token.
     """
     B, V = p.shape
     best = np.zeros(B)
     cert = np.zeros((B, V), dtype=np.bool_)
+    stats = np.zeros((B, 4), dtype=np.int64)
     for b in prange(B):
-        best[b] = _wor_bucket_row(p[b], q[b], n, t0, cert[b])
-    return best, cert
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, cert[b], stats[b])
+    return best, cert, stats

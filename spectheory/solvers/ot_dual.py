@@ -184,7 +184,7 @@ _SCALE_EXP = 200
 def _wor(p, q, n):
     if n == 1:  # one draw: the law is q itself
         return _iid(p, q, 1)
-    best, cert = _wb.wor_bucket_min(p, q, n, _k.wor_t0(n))
+    best, cert, _ = _wb.wor_bucket_min(p, q, n, _k.wor_t0(n))
     return (
         1.0 + best,
         cert,
