@@ -10,7 +10,9 @@ r"""Live speculative generation with Hugging Face causal LMs.
     Target-only generation with the same sampling settings (the baseline).
 :func:`check_live_lossless`
     Tests whether the tokens of recorded runs follow the recorded target
-    distributions (randomised PIT and goodness of fit).
+    distributions (randomised PIT and goodness of fit); it returns the one
+    report type of every losslessness check, :class:`spectheory.LosslessReport`,
+    with ``source="live"``.
 
 The batched kernels (verifiers on (B, V) tensors, chain speculative sampling,
 multi-draft RRS, Triton kernels, the differentiable bound) stay in
@@ -18,7 +20,7 @@ multi-draft RRS, Triton kernels, the differentiable bound) stay in
 and ``torch`` extras.
 """
 
-from ._check import LiveLosslessReport, check_live_lossless
+from ._check import check_live_lossless
 from ._draft import AdapterDraft, EarlyExitDraft, LiveDraft, ModelDraft, make_draft
 from .generate import LiveResult, chat_prompt_ids, speculative_generate, target_generate
 
@@ -26,7 +28,6 @@ __all__ = [
     "AdapterDraft",
     "EarlyExitDraft",
     "LiveDraft",
-    "LiveLosslessReport",
     "LiveResult",
     "ModelDraft",
     "chat_prompt_ids",

@@ -48,55 +48,18 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
 from .._errors import InvalidParameterError
+from ..sim._stats import detectable_tv, wilson_interval
+from ..sim.check import LosslessReport
 
-__all__ = ["LiveLosslessReport", "check_live_lossless", "pit_values"]
+__all__ = ["check_live_lossless", "pit_values"]
 
 #: Largest number of equiprobable bins of the chi-square test.
 MAX_BINS = 50
-
-
-@dataclass(frozen=True)
-class LiveLosslessReport:
-    """Result of :func:`check_live_lossless`.
-
-    Attributes
-    ----------
-    lossy : bool
-        Some test rejects losslessness at false-alarm rate ``alpha``.
-    verdict : str
-    p_value : float
-        Bonferroni-combined p-value (0 with an impossible output).
-    alpha : float
-    positions : int
-        Emitted tokens tested.
-    impossible_outputs : int
-        Emitted tokens with recorded target probability 0.
-    nodes : int
-        Single-draft nodes in the acceptance test.
-    acceptance : float
-        Their hit rate (NaN without such nodes).
-    acceptance_bound : float
-        Their mean bound :math:`\\beta` (NaN without such nodes).
-    tests : dict of str to float
-        p-value of each test (``"pit_chi2"``, ``"pit_ks"``, ``"acceptance"``).
-    """
-
-    lossy: bool
-    verdict: str
-    p_value: float
-    alpha: float
-    positions: int
-    impossible_outputs: int
-    nodes: int
-    acceptance: float
-    acceptance_bound: float
-    tests: dict = field(default_factory=dict)
 
 
 def pit_values(probs, tokens, rng, draft_probs=None, node_token=None) -> np.ndarray:
@@ -161,7 +124,21 @@ def pit_values(probs, tokens, rng, draft_probs=None, node_token=None) -> np.ndar
     return out
 
 
-def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LiveLosslessReport:
+def _verifier_names(runs) -> str:
+    """The verifiers of the runs, as recorded in their settings (``"target only"`` for none)."""
+    names = []
+    for r in runs:
+        settings = getattr(r, "settings", None)
+        if not isinstance(settings, dict):
+            settings = {}
+        name = settings.get("verifier", "unrecorded")
+        name = "target only" if name is None else str(name)
+        if name not in names:
+            names.append(name)
+    return ", ".join(names)
+
+
+def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LosslessReport:
     """Test whether live generations follow the recorded target laws (pooled randomised PIT).
 
     Parameters
@@ -176,7 +153,12 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LiveLossless
 
     Returns
     -------
-    LiveLosslessReport
+    LosslessReport
+        With ``source="live"``: ``samples`` and ``rows`` count the emitted
+        tokens tested, ``trials`` is 1; ``acceptance``, ``bound`` and
+        ``acceptance_interval`` describe the single-draft nodes
+        (``bound_samples`` of them; NaN without any); ``tests`` holds
+        ``"pit_chi2"``, ``"pit_ks"`` and ``"acceptance"``.
     """
     if not (isinstance(alpha, float) and 0 < alpha < 1):
         raise InvalidParameterError(f"alpha must be a float in (0, 1); got {alpha!r}")
@@ -206,6 +188,7 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LiveLossless
     u = u[~np.isnan(u)]
     N = int(u.size)
     tests = {}
+    bins = 0
     if N >= 10:
         bins = min(MAX_BINS, N // 5)
         counts = np.bincount((u * bins).astype(np.int64), minlength=bins)
@@ -232,15 +215,27 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LiveLossless
         verdict = f"too few positions ({N}) for the PIT tests; none rejects"
     else:
         verdict = "consistent with lossless"
-    return LiveLosslessReport(
+    hits = int(hit[ok].sum())
+    interval = wilson_interval(hits, K, 1.0 - alpha) if K else (math.nan, math.nan)
+    excess_p = tests.get("acceptance", math.nan)
+    return LosslessReport(
+        verifier=_verifier_names(runs),
         lossy=lossy,
         verdict=verdict,
         p_value=p_value,
         alpha=alpha,
-        positions=N + impossible,
         impossible_outputs=impossible,
-        nodes=K,
         acceptance=acc,
-        acceptance_bound=mean_bound,
+        acceptance_interval=(float(interval[0]), float(interval[1])),
+        bound=mean_bound,
+        exceeds_bound=bool(K and excess_p * m <= alpha),
+        excess_p_value=excess_p,
+        # the chi-square of the PIT on its bins, at its share of alpha
+        detectable_tv=detectable_tv(N, bins, alpha / m) if bins >= 2 else math.nan,
+        rows=N + impossible,
+        trials=1,
         tests=tests,
+        source="live",
+        samples=N + impossible,
+        bound_samples=K,
     )

@@ -275,6 +275,7 @@ def check_lossless_from_samples(
         tests=tests,
         source="logged",
         samples=N,
+        bound_samples=K,
         suspicious=tuple(suspicious),
     )
 

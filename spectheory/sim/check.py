@@ -38,6 +38,7 @@ which the noncentral chi-square exceeds the critical value with probability
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,17 +52,29 @@ from . import _stats
 from ._stats import detectable_tv
 from .simulate import _rng, simulate
 
-__all__ = ["DEFAULT_TRIALS", "LosslessReport", "check_lossless", "detectable_tv"]
+__all__ = ["DEFAULT_TRIALS", "LOSSLESS_COLUMNS", "SOURCES", "LosslessReport", "check_lossless",
+           "detectable_tv"]  # fmt: skip
 
 #: Default number of trials per row.
 DEFAULT_TRIALS = 20_000
 #: Equiprobable bins of the pooled PIT test.
 PIT_BINS = 50
+#: Where the samples of a :class:`LosslessReport` come from.
+SOURCES = ("simulated", "logged", "live")
+#: Columns of :meth:`LosslessReport.table_row`, in the order of the report's tables.
+LOSSLESS_COLUMNS = ("source", "verdict", "p-value", "acceptance", "bound", "above bound",
+                    "detectable TV", "samples")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class LosslessReport:
-    """Result of :func:`check_lossless`.
+    """Result of every losslessness check: simulated, logged or live samples.
+
+    One type for :func:`check_lossless` (``source="simulated"``),
+    :func:`spectheory.sim.audit.check_lossless_from_samples` (``"logged"``)
+    and :func:`spectheory.live.check_live_lossless` (``"live"``).  Fields a
+    source cannot measure are NaN (a live run without single-draft nodes has
+    no acceptance; a log without a bound has none either).
 
     Attributes
     ----------
@@ -78,30 +91,40 @@ class LosslessReport:
     impossible_outputs : int
         Outputs with target probability 0.
     acceptance : float
-        Empirical membership acceptance ``P(y in drafts)``.
+        Empirical membership acceptance ``P(y in drafts)`` (live: at the
+        single-draft nodes).
     acceptance_interval : tuple of float
         Wilson interval at confidence ``1 - alpha``.
     bound : float
-        Mean optimal acceptance over rows (:func:`spectheory.bound`).
+        Mean optimal acceptance over rows (:func:`spectheory.bound`; live: the
+        mean :math:`\\sum_x \\min(p, q)` of the single-draft nodes).
     exceeds_bound : bool
         Acceptance significantly above the bound: proof of bias.
     excess_p_value : float
-        The bound test's p-value (Hoeffding's Chernoff bound).
+        The bound test's p-value (Hoeffding's Chernoff bound for simulated
+        samples, Azuma-Hoeffding for logged and live ones; NaN without a test).
     detectable_tv : float
         Smallest total-variation bias on one row detected with probability 0.99.
     rows, trials : int
         Rows tested and trials per row.
     tests : dict
         p-value of each test (``"pit"``, ``"row i"``, ``"bound"``; for logs
-        also ``"pit_ks"`` and ``"position i"``).
+        also ``"pit_ks"`` and ``"position i"``; live: ``"pit_chi2"``,
+        ``"pit_ks"``, ``"acceptance"``).
     source : str
-        ``"simulated"`` (:func:`check_lossless`), ``"logged"``
-        (:func:`spectheory.sim.audit.check_lossless_from_samples`) or ``"live"``.
+        One of :data:`SOURCES`: ``"simulated"`` (:func:`check_lossless`),
+        ``"logged"`` (:func:`spectheory.sim.audit.check_lossless_from_samples`)
+        or ``"live"`` (:func:`spectheory.live.check_live_lossless`).
     samples : int
-        Outputs tested in all (``rows * trials`` for simulated samples).
+        Outputs tested in all (``rows * trials`` for simulated samples; live:
+        the emitted tokens).
     suspicious : tuple of dict
         For logs: the positions with the smallest Holm-adjusted p-values, most
         suspicious first.
+    bound_samples : int
+        Outputs in the acceptance-above-the-bound test: ``samples`` for
+        simulated samples, the rows with a bound for logs, the single-draft
+        nodes for live runs.
     """
 
     verifier: str
@@ -122,6 +145,59 @@ class LosslessReport:
     source: str = "simulated"
     samples: int = 0
     suspicious: tuple = field(repr=False, default=())
+    bound_samples: int = 0
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise InvalidParameterError(f"source must be one of {SOURCES}; got {self.source!r}")
+
+    def table_row(self) -> dict:
+        """The report's columns (:data:`LOSSLESS_COLUMNS`) for this check, one row.
+
+        ``verdict`` is the short form (``"lossy"`` or ``"consistent with
+        lossless"``); the full reason is the attribute ``verdict``.
+
+        Examples
+        --------
+        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=2000)
+        >>> row = r.table_row()
+        >>> row["source"], row["verdict"], row["samples"]
+        ('simulated', 'consistent with lossless', 2000)
+        """
+        return {
+            "source": self.source,
+            "verdict": "lossy" if self.lossy else "consistent with lossless",
+            "p-value": self.p_value,
+            "acceptance": self.acceptance,
+            "bound": self.bound,
+            "above bound": self.exceeds_bound,
+            "detectable TV": self.detectable_tv,
+            "samples": self.samples,
+        }
+
+    def summary(self) -> str:
+        """A few lines: the verdict, the p-value, the acceptance against the bound, the power.
+
+        Examples
+        --------
+        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=2000)
+        >>> print(r.summary().splitlines()[0])
+        sd (simulated, 2000 samples): consistent with lossless
+        """
+        lo, hi = self.acceptance_interval
+        lines = [
+            f"{self.verifier} ({self.source}, {self.samples} samples): {self.verdict}",
+            f"  p-value {self.p_value:.3g} (false-alarm rate {self.alpha:g}, {len(self.tests)} "
+            "tests)",
+        ]
+        if self.bound_samples:
+            lines.append(
+                f"  acceptance {self.acceptance:.4f} in [{lo:.4f}, {hi:.4f}] over "
+                f"{self.bound_samples} samples, bound {self.bound:.4f}"
+            )
+        if math.isfinite(self.detectable_tv):
+            lines.append(f"  detects a TV bias >= {self.detectable_tv:.3f} with probability 0.99")
+        return "\n".join(lines)
 
 
 def _pearson(counts, p):
@@ -271,4 +347,5 @@ def check_lossless(
         tests=tests,
         source="simulated",
         samples=N,
+        bound_samples=N,
     )

@@ -50,7 +50,7 @@ __all__ = [
 #: Names of live generation, which moved to :mod:`spectheory.live`; still reachable
 #: here (imported on first use) so that code written against the earlier layout runs.
 _MOVED_TO_LIVE = frozenset({
-    "AdapterDraft", "EarlyExitDraft", "LiveDraft", "LiveLosslessReport", "LiveResult",
+    "AdapterDraft", "EarlyExitDraft", "LiveDraft", "LiveResult",
     "chat_prompt_ids", "check_live_lossless", "make_draft", "speculative_generate",
     "target_generate",
 })  # fmt: skip
