@@ -17,6 +17,7 @@ import torch  # the models extra is part of the README's test set-up: no skip
 import spectheory as stt
 import spectheory.lm as lm
 from spectheory.distributions import process_logits
+from spectheory.lm import Trace
 from spectheory.lm.draft_kinds import DRAFT_KINDS, resolve_draft
 from spectheory.lm.layout import decoder_layers, shallow_model
 
@@ -217,3 +218,33 @@ def test_every_kind_is_in_the_registry_table():
     assert set(DRAFT_KINDS) == {"exit", "adapter", "quant", "lm", "ngram", "logits"}
     for kind in DRAFT_KINDS.values():
         assert lm.draft_kinds.__doc__.count(f"``{kind.name}:") == 1  # one row per kind
+
+
+def test_capacity_profile_on_gpt2_against_full_forwards(gpt2):
+    """The teacher-forced capacity profile uses GPT-2's own head and ln_f (not Llama's names)."""
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(3)
+    prompts = [np.array([3, 9, 4]), np.array([22, 7, 5, 6])]
+    conts = [rng.integers(2, V, size=5), rng.integers(2, V, size=4)]
+    n = sum(c.size for c in conts)
+    tr = Trace.from_arrays(rng.normal(size=(n, V)), {"x": rng.normal(size=(n, V))},
+                           tokens=np.concatenate(conts), prompt_ids=[0] * 5 + [1] * 4,
+                           prompt_tokens=prompts)  # fmt: skip
+    cap = lm.capacity_profile(gpt2, tr, temperatures=(0.7, 1.0), layers=(1, 2))
+    m = gpt2.model
+    want = np.zeros((2, 2))
+    for prompt, cont in zip(prompts, conts, strict=True):
+        ids = np.concatenate([prompt, cont[:-1]])
+        with torch.no_grad():
+            out = m(torch.as_tensor(ids)[None], output_hidden_states=True)
+            rows = slice(prompt.size - 1, None)
+            zt = out.logits[0, rows].double().numpy()
+            for k, L in enumerate((1, 2)):
+                zd = m.lm_head(m.transformer.ln_f(out.hidden_states[L][0, rows])).double().numpy()
+                for i, T in enumerate((0.7, 1.0)):
+                    want[i, k] += np.minimum(softmax(zt / T, 1), softmax(zd / T, 1)).sum()
+    # the same float32 logits up to batching (rounding ~1e-7 on |z| < 2), then float64:
+    # each sum of minima moves by far less than 1e-6
+    np.testing.assert_allclose(cap.acceptance, want / n, rtol=0, atol=1e-6)
+    assert cap.parameters.tolist() == [lm.draft_parameter_count(gpt2, L) for L in (1, 2)]
