@@ -122,6 +122,28 @@ def test_python_dash_m_runs_the_same_command_line():
     assert res.returncode == 2 and "Traceback" not in res.stderr
 
 
+def test_the_command_line_is_the_one_entry_point():
+    # no argparse and no ``__main__`` block outside spectheory/cli (and ``python -m spectheory``)
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "spectheory").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("spectheory/cli/") or rel == "spectheory/__main__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            if any(n.split(".")[0] == "argparse" for n in names):
+                offenders.append(f"{rel}:{node.lineno} imports argparse")
+            if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+                offenders.append(f"{rel}:{node.lineno} has a __main__ block")
+    assert not offenders, "\n".join(offenders)
+
+
 # --------------------------------------------------------------------------- lazy imports
 
 HEAVY = ("numpy", "numba", "scipy", "torch", "transformers")
