@@ -163,3 +163,26 @@ def test_setup_states_the_layer_count():
 
     assert _layers(SimpleNamespace(metadata={"model": {"num_layers": 30}})) == "30 layers"
     assert "?" not in _layers(SimpleNamespace(metadata={}))
+
+
+def test_report_records_the_quantised_draft_and_cached_adapters(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from spectheory.lm.adapters import adapter_path
+    from spectheory.report import _full_settings, _quick_settings, cached_adapters, report_drafts
+    from spectheory.report._core import _adapters_line
+
+    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path))
+    assert cached_adapters() == ()
+    assert report_drafts() == ("exit:15", "exit:25", "quant:Q4_0", "ngram:3")
+    assert _quick_settings().drafts == _full_settings().drafts == report_drafts()
+    line = _adapters_line(SimpleNamespace(drafts=report_drafts()))
+    assert "none" in line and "spectheory draft train --layer 25" in line
+    # A cached adapter (its file in the cache) joins the report's drafts.
+    path = adapter_path(25, "smollm2-135m-instruct")
+    assert path.is_relative_to(tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    assert cached_adapters() == ("adapter:25",)
+    assert report_drafts() == ("exit:15", "exit:25", "quant:Q4_0", "adapter:25", "ngram:3")
+    assert _adapters_line(SimpleNamespace(drafts=report_drafts())).startswith("adapter:25")

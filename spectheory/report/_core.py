@@ -159,6 +159,7 @@ def section_setup(ctx: ReportContext, page) -> None:
         {"item": "machine", "value": f"{platform.machine()}, {_cores()} cores"},
         {"item": "model", "value": f"{s.model} ({_layers(tr)}, V = {tr.vocab_size})"},
         {"item": "drafts", "value": ", ".join(tr.drafts)},
+        {"item": "trained adapters", "value": _adapters_line(tr)},
         {"item": "prompts x tokens", "value": f"{len(s.prompts)} x {s.max_new_tokens} "
          f"({tr.num_positions} positions)"},
         {"item": "target sampling", "value": f"T = {s.temperature}, seed {s.seed}"},
@@ -178,6 +179,15 @@ def section_setup(ctx: ReportContext, page) -> None:
     )  # fmt: skip
     page.table(rows, ["item", "value"])
     ctx.summary["setup"] = {r["item"]: r["value"] for r in rows}
+
+
+def _adapters_line(trace) -> str:
+    """Which trained adapters the trace has, or how to train one (the report then records it)."""
+    have = [d for d in trace.drafts if d.startswith("adapter:")]
+    if have:
+        return ", ".join(have) + " (trained, from the adapter cache)"
+    return ("none in this trace (none cached): train one with `spectheory draft train --layer "
+            "25` and the next report records `adapter:25` beside the exits")  # fmt: skip
 
 
 def _layers(trace) -> str:
