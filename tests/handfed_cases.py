@@ -27,6 +27,14 @@ Worked numbers: docs/theory.md §8.1 (``p = [.3, .4, .3]``, ``q = [.6, .3, .1]``
   ``p(a) / sum e_ai = .3 / .35 = 6/7``; the final law is ``[0, 0, 1]``.
 * ``nss`` (point mass): token 0 with 0.3; then ``[0, 4/7, 3/7]``, a repeated 0
   reads no coin, token 1 with 4/7; then ``[0, 0, 1]``.
+* ``optimal`` (``n = 2``, i.i.d.): :math:`H^* = \\{0, 1\\}` (:math:`\\alpha^* = 0.7 + 1 - 0.81
+  = 0.89`), ``T = {2}``.  On ``T``: ``y_2 = f(T) = 1 - 0.9^2 = 0.19 < p_2``, accepted
+  always.  On :math:`H^*` (order 1 then 0): ``y = max(p, c' q)`` with ``y(H) = 0.81``,
+  so ``y_1 = 0.4``, ``y_0 = 0.41``; the mixture is tiers ``{1} | {0}`` with weight
+  13/18 (``u_0 < 0.722``: token 1 whenever drafted) and one tier ``{1, 0}`` with
+  5/18 (the first draft); token 0 accepted with ``0.3/0.41 = 30/41 = 0.732``; the
+  residual ``norm((p - y)_+) = [0, 0, 1]``.  With ``P_Y``, ``Q_Y``: ``y = [0, 0.81,
+  0.19]``, residual ``[20/51, 0, 31/51]``; a ``q = 0`` draft is never selected.
 """
 
 from __future__ import annotations
@@ -105,7 +113,16 @@ CASES = [
     # nss: duplicates read no coin.
     Case("nss dup, accept 1", "nss", "iid", P, Q, (0, 0, 1), (0.5, 0.5, 0.0, 0.0), 1),
     Case("nss dup, residual", "nss", "iid", P, Q, (0, 0, 1), (0.5, 0.6, 0.3, 0.99), 2),
+    # optimal (n = 2): component u0, accept coin u1, residual u2; one draft is sd.
+    Case("optimal T met, accepted", "optimal", "iid", P, Q, (0, 2), (0.5, 0.99, 0.0), 2),
+    Case("optimal tiers {1}|{0}", "optimal", "iid", P, Q, (0, 1), (0.5, 0.99, 0.0), 1),
+    Case("optimal one tier, accept 0", "optimal", "iid", P, Q, (0, 1), (0.9, 0.7, 0.0), 0),
+    Case("optimal one tier, residual", "optimal", "iid", P, Q, (0, 1), (0.9, 0.75, 0.0), 2),
+    Case("optimal repeated 0, residual", "optimal", "iid", P, Q, (0, 0), (0.1, 0.8, 0.0), 2),
+    Case("optimal one draft is sd", "optimal", "iid", P, Q, (0,), (0.6, 0.1), 1),
     # A drafted token of draft probability 0 is rejected even at u = 0.
+    Case("optimal q=0 skipped", "optimal", "iid", P_Y, Q_Y, (0, 1), (0.0, 0.0, 0.5), 1, True),
+    Case("optimal q=0 only", "optimal", "iid", P_Y, Q_Y, (0, 0), (0.0, 0.0, 0.5), 2, True),
     Case("sd q=0 p=0", "sd", "iid", P_Z, Q_Z, (2,), (0.0, 0.7), 1, True),
     Case("sd q=0 p>0", "sd", "iid", P_Y, Q_Y, (0,), (0.0, 0.5), 2, True),
     Case("naive q=0", "naive", "iid", P_Y, Q_Y, (0, 1), (0.0, 0.5), 2, True),

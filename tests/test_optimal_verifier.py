@@ -91,11 +91,16 @@ def test_greedy_and_single_draft_delegate():
 
 
 def test_bad_input_raises():
+    import spectheory
+
     p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.0, 0.5])
     with pytest.raises(InvalidParameterError, match="sampling"):
         optimal(p, q, (0, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
-    with pytest.raises(InvalidParameterError, match="token 1"):
-        optimal(p, q, (0, 1), ReplayCoins([0.1] * 3))
+    # A q = 0 draft: the validating entry point refuses it; the bare verifier rejects it.
+    with pytest.raises(InvalidParameterError, match="probability 0"):
+        spectheory.verify("optimal", p, q, [0, 1], rng=0)
+    for u0 in (0.0, 0.5, 0.99):  # draft 0 is selected whatever the component; u1 = 0 accepts
+        assert optimal(p, q, (1, 0), ReplayCoins([u0, 0.0, 0.3])) == 0
     assert REGISTRY["optimal"].samplings == ("iid", "greedy")
 
 

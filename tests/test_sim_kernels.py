@@ -65,7 +65,7 @@ def assert_replay(name, sampling, p, q, n, trials, seed):
     du = rng.random((B, trials, K.draft_uniforms(n, sampling)))
     u = rng.random((B, trials, K.verifier_uniforms(name, n)))
     drafts = K.draw_drafts(q, n, sampling, du)
-    tokens = K.run_verifier(name, p, q, drafts, u)
+    tokens = K.run_verifier(name, p, q, drafts, u, sampling)
     fn = REGISTRY[name].function
     for b in range(B):
         for t in range(trials):

@@ -643,7 +643,7 @@ def _spechub_row(p, q):
     return a, p1, q_ai, (p2a, s_ia, s_ai), final
 
 
-def run_verifier(name, p, q, drafts, u):
+def run_verifier(name, p, q, drafts, u, sampling="iid"):
     """Tokens (B, T) int64 of verifier ``name`` (in :data:`KERNEL_VERIFIERS`).
 
     Parameters
@@ -655,11 +655,20 @@ def run_verifier(name, p, q, drafts, u):
         Drafts valid for the verifier's draft law.
     u : ndarray of float64, shape (B, T, K)
         Uniforms in [0, 1), ``K >= verifier_uniforms(name, n)``.
+    sampling : str
+        The drafts' law; only ``optimal`` reads it (it delegates greedy drafts
+        to ``greedy`` and one draft to ``sd``, as its reference does).
     """
     p = np.ascontiguousarray(p, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64)
     B, T, n = drafts.shape
     out = np.empty((B, T), dtype=np.int64)
+    if name == "optimal":
+        if sampling == "greedy" or n == 1:
+            return run_verifier("greedy" if sampling == "greedy" else "sd", p, q, drafts, u)
+        from ._optimal_kernel import run_optimal
+
+        return run_optimal(p, q, drafts, u)
     if name in ("sd", "naive"):
         cum, last = _cdf_rows([residual(p[b], q[b]) for b in range(B)])
         _k_single(p, q, cum, last, drafts, u, out)

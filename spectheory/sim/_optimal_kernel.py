@@ -83,7 +83,7 @@ def _trial(p, pos, n_top, st, cw_top, kt, cw_h, kh, y, cres, V, drafts, u):
     n = drafts.shape[0]
     top = False
     for j in range(n):
-        if pos[drafts[j]] < n_top:
+        if 0 <= pos[drafts[j]] < n_top:
             top = True
     if top:
         k = _search(cw_top, u[0], kt)
@@ -92,14 +92,16 @@ def _trial(p, pos, n_top, st, cw_top, kt, cw_h, kh, y, cres, V, drafts, u):
     a = -1
     for j in range(n):
         t = pos[drafts[j]]
-        if (t < n_top) == top and (a < 0 or t < a):
+        if t >= 0 and (t < n_top) == top and (a < 0 or t < a):
             a = t
     x = -1
     for j in range(n):
         t = pos[drafts[j]]
-        if (t < n_top) == top and (t == a or _range_max(st, a + 1, t) <= k):
+        if t >= 0 and (t < n_top) == top and (t == a or _range_max(st, a + 1, t) <= k):
             x = drafts[j]
             break
+    if x < 0:  # no draft of positive probability (unvalidated input): reject
+        return _search(cres, u[2], V)
     yx = y[x]
     if yx > 0:
         prob = p[x] / yx

@@ -248,7 +248,8 @@ def simulate(
         step = max(1, 2**24 // ((n + 4) * V))
         for s in range(0, B, step):
             e = min(B, s + step)
-            tokens[s:e] = _kernels.run_verifier(v.kernel, p[s:e], q[s:e], drafts[s:e], u[s:e])
+            tokens[s:e] = _kernels.run_verifier(v.kernel, p[s:e], q[s:e], drafts[s:e], u[s:e],
+                                                sampling)  # fmt: skip
         engine = "numba"
     else:
         tokens = reference_tokens(v, p, q, drafts, sampling, gen, None if uniforms is None else u)

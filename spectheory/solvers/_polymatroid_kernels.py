@@ -135,7 +135,10 @@ def _segment(g, R, lo, hi, n, rank, wout):
         rank[e] = count
         ms = mass[s]
         me = mass[e]
-        u = (ms * (a[s] - W * v[s]) + me * (a[e] - W * v[e])) / (ms + me)
+        if ms + me > 0:
+            u = (ms * (a[s] - W * v[s]) + me * (a[e] - W * v[e])) / (ms + me)
+        else:  # two tiers of draft mass below rounding (float rows): no weight
+            u = a[s] - W * v[s]
         f = nxt[e]
         nxt[s] = f
         if f < hi:

@@ -180,7 +180,10 @@ def _segment(g, R, lo, hi, n, rank):
         times.append(W)
         rank[e] = len(times)
         ms, me = mass[s], mass[e]
-        u = (ms * (a[s] - W * v[s]) + me * (a[e] - W * v[e])) / (ms + me)
+        if ms + me > 0:
+            u = (ms * (a[s] - W * v[s]) + me * (a[e] - W * v[e])) / (ms + me)
+        else:  # two tiers of draft mass below rounding (float rows): no weight
+            u = a[s] - W * v[s]
         f = nxt[e]
         nxt[s] = f
         if f < hi:

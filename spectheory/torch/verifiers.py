@@ -32,7 +32,8 @@ widen that window to about :math:`V \cdot 2^{-24}` (about :math:`3 \times
 float32 here.
 
 ``khisti`` and ``optimal_lp`` (a transport LP per instance) have no batched
-form, as in :mod:`spectheory.sim`.
+form, as in :mod:`spectheory.sim`; ``optimal`` reaches the same acceptance
+with the batched form of :mod:`spectheory.torch._optimal`.
 
 References
 ----------
@@ -43,6 +44,7 @@ References
 .. [5] R. Sun et al., SpecHub. arXiv:2411.05289 (``spechub``).
 .. [6] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. arXiv:2502.18779 (``greedy``).
 .. [7] Cai et al., Medusa. arXiv:2401.10774 (``typical``, lossy).
+.. [8] Thomas, Pal. arXiv:2511.15898 (``optimal``; :mod:`spectheory.torch._optimal`).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from ._checks import (
     check_uniforms,
     draw_uniforms,
 )
+from ._optimal import optimal_torch
 
 __all__ = ["TORCH_VERIFIERS", "TorchVerification", "verifier_uniforms", "verify"]
 
@@ -296,7 +299,10 @@ _FUNCTIONS = {
     "spechub": _spechub,
     "nss": _nss,
     "typical": _typical,
+    "optimal": optimal_torch,  # spectheory.torch._optimal; reads the draft law
 }
+#: Forms that take the draft law (``optimal`` delegates greedy drafts to ``greedy``).
+_LAW_AWARE = frozenset({"optimal"})
 
 
 # --------------------------------------------------------------------------- checks
@@ -430,5 +436,10 @@ def verify(name, target, draft, drafts, *, generator=None, uniforms=None, sampli
     ([0, 1], [True, False])
     """
     p, q, d, u = prepare(name, target, draft, drafts, generator, uniforms, sampling)
-    tokens = _FUNCTIONS[_torch_record(name).torch_form](p, q, d, u)
+    form = _torch_record(name).torch_form
+    if form in _LAW_AWARE:
+        law = check_verifier_law(_torch_record(name), d.shape[1], sampling)[1]
+        tokens = _FUNCTIONS[form](p, q, d, u, sampling=law)
+    else:
+        tokens = _FUNCTIONS[form](p, q, d, u)
     return TorchVerification(tokens, (d == tokens[:, None]).any(dim=-1))

@@ -68,7 +68,7 @@ PROTOCOLS = ("coins", "blackbox")
 # The built-in backends and the one function each implements (dispatch by identity).
 _KERNEL_OF = {
     "sd": sd, "naive": naive, "rrs": rrs, "rrs_wor": rrs_wor, "kseq": kseq,
-    "greedy": greedy, "spechub": spechub, "nss": nss, "typical": typical,
+    "greedy": greedy, "spechub": spechub, "nss": nss, "typical": typical, "optimal": optimal,
 }  # fmt: skip
 _CLOSED_FORM_OF = {
     cf.sd_acceptance: sd, cf.rrs_acceptance: rrs, cf.kseq_acceptance: kseq,
@@ -90,6 +90,11 @@ def _four(n):
 def _none(n):
     """Typical acceptance flips no coin."""
     return 0
+
+
+def _optimal_coins(n):
+    """``optimal``: component, accept coin, residual draw (SD's two for one draft)."""
+    return 2 if n == 1 else 3
 
 
 def _per_draft(n):
@@ -304,7 +309,7 @@ _ENTRIES = [
              "transport LP over draft sets once per instance, then O(V)"),
     _builtin("optimal", optimal, "Thomas & Pal (Global Resolution); polymatroid tier mixture",
              "2511.15898, 2410.18234", ("iid", "greedy"), True, None, (),
-             "O(V log V) plan per row, then O(n^2) per trial"),
+             "O(V log V) plan per row, then O(n^2) per trial", uniforms=_optimal_coins),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip

@@ -13,6 +13,10 @@ i.i.d. drafts (docs/theory.md §2.3, §3.12; derivation in
 4. otherwise output a draw from :math:`\mathrm{norm}((p - y)_+)`
    (``coins.categorical``).
 
+A drafted token with ``q = 0`` (possible only without validation; the
+validating entry points refuse it) is never selected, so it is rejected, as
+by every verifier of the registry.
+
 The selection has marginal ``y`` exactly, so the output law is
 :math:`\min(p, y) + (p - y)_+ = p` and the acceptance is
 :math:`\sum_i \min(p_i, y_i) = \alpha^*`.  Greedy drafts: Hu et al.'s
@@ -68,6 +72,9 @@ def optimal_plan(p, q, n):
 def select(plan_, drafts, k, top):
     """The selected draft: lowest tier of component ``k`` met, first in draw order.
 
+    Drafts the draft gives probability 0 (possible only without validation)
+    are never selected.
+
     Parameters
     ----------
     plan_ : OptimalPlan
@@ -79,18 +86,18 @@ def select(plan_, drafts, k, top):
 
     Returns
     -------
-    int
+    int or None
+        None when no draft of positive probability lies in the segment.
     """
     pos = [int(plan_.pos[x]) for x in drafts]
-    if any(t < 0 for t in pos):
-        bad = drafts[[t < 0 for t in pos].index(True)]
-        raise InvalidParameterError(
-            f"drafts contains token {bad}, which the draft gives probability 0"
-        )
-    inside = [t for t in pos if (t < plan_.n_top) == top]
+    inside = [t for t in pos if t >= 0 and (t < plan_.n_top) == top]
+    if not inside:
+        return None
     a = min(inside)
     for x, t in zip(drafts, pos):
-        if (t < plan_.n_top) == top and (t == a or plan_.rank[a + 1 : t + 1].max() <= k):
+        if t >= 0 and (t < plan_.n_top) == top and (
+            t == a or plan_.rank[a + 1 : t + 1].max() <= k
+        ):
             return int(x)
     raise AssertionError("unreachable: the lowest position is a draft")
 
@@ -131,6 +138,8 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     top = any(0 <= pl.pos[x] < pl.n_top for x in drafts)
     k = coins.categorical(pl.w_top if top else pl.w_h)
     x = select(pl, drafts, k, top)
-    if coins.bernoulli(accept_prob(p[x], pl.y[x])):
+    # No draft of positive probability (unvalidated input): the coin still
+    # turns, so every backend reads the residual draw from the same uniform.
+    if coins.bernoulli(accept_prob(p[x], pl.y[x]) if x is not None else 0 * p[0]):
         return x
     return coins.categorical(pl.residual)
