@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from spectheory import InvalidParameterError
@@ -178,3 +179,25 @@ def test_importing_a_study_loads_no_kernel_or_model_library():
                          timeout=120)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+def test_trees_intervals_match_the_textbook_formulas():
+    # oracle: Student's t for one mean, Welch-Satterthwaite for two, written out here
+    from scipy import stats
+
+    from spectheory.experiments.trees import _ci, _diff_ci
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(2.0, 1.0, 9), rng.normal(1.5, 2.0, 6)
+    m, lo, hi = _ci(a)
+    half = stats.t.ppf(0.975, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size)
+    np.testing.assert_allclose([m, lo, hi], [a.mean(), a.mean() - half, a.mean() + half],
+                               rtol=1e-12)  # fmt: skip
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = stats.t.ppf(0.975, dof) * np.sqrt(va + vb)
+    d = a.mean() - b.mean()
+    np.testing.assert_allclose(_diff_ci(a, b, False), [d, d - half, d + half], rtol=1e-10)
+    np.testing.assert_allclose(_diff_ci(a[:6], b, True), _ci(a[:6] - b), rtol=1e-12)
+    assert _diff_ci([1.0, 1.0], [2.0, 2.0, 2.0], False) == (-1.0, -1.0, -1.0)
+    assert np.isnan(_diff_ci([1.0], [2.0, 3.0], False)[1])

@@ -114,13 +114,9 @@ def _tree_means(verifier, trees, target, draft, trials, ref_trials, rng):
 
 def _ci(x):
     """Mean and 95% Student-t interval over independent per-tree means."""
-    from scipy import stats
+    from ..sim._stats import mean_interval
 
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        return float(x.mean()), float("nan"), float("nan")
-    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    return float(x.mean()), float(x.mean() - half), float(x.mean() + half)
+    return mean_interval(x, 0.95)
 
 
 def _diff_ci(a, b, paired):
@@ -128,13 +124,15 @@ def _diff_ci(a, b, paired):
     from scipy import stats
 
     if paired:
-        return _ci(np.asarray(a) - np.asarray(b))
+        return _ci(np.asarray(a, float) - np.asarray(b, float))
     a, b = np.asarray(a, float), np.asarray(b, float)
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if va + vb > 0 else 1
-    d = a.mean() - b.mean()
-    half = stats.t.ppf(0.975, dof) * np.sqrt(va + vb)
-    return float(d), float(d - half), float(d + half)
+    d = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return d, float("nan"), float("nan")
+    if a.var() + b.var() == 0:  # no spread: the difference is exact (scipy's t would be nan)
+        return d, d, d
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    return d, float(ci.low), float(ci.high)
 
 
 # (claim, budget-independent pair A, pair B, paired, source)
