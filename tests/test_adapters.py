@@ -272,3 +272,158 @@ def test_cli_list_refuse_and_missing(smol, trained, tmp_cache, capsys, monkeypat
     monkeypatch.setattr("spectheory.lm._loader.load_model", lambda *a, **k: smol)
     assert _cli(["draft", "evaluate", "adapter:7", "--quiet"]) == 2
     assert "spectheory draft train --layer 7" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- training losses
+
+
+def test_train_settings_loss_normal_form_and_errors():
+    assert A.TrainSettings().loss == "kl"
+    assert A.TrainSettings(loss="1*kl").loss == "kl"
+    assert A.TrainSettings(loss="alpha:04:iid").loss == "alpha:4:iid"
+    assert A.TrainSettings(loss=" 0.50*kl + tv").loss == "0.5*kl+tv"
+    for bad, why in (
+        ("foo", "foo"),
+        ("alpha:0:iid", "alpha:0:iid"),
+        ("alpha:4:sorted", "alpha:4:sorted"),
+        ("-1*kl", "-1"),
+        ("0*kl", "all zero"),
+        ("x*tv", "'x'"),
+    ):
+        with pytest.raises(stt.InvalidParameterError, match=rf"loss .*{why}"):
+            A.TrainSettings(loss=bad)
+    with pytest.raises(stt.InvalidParameterError, match="loss must be a string"):
+        A.TrainSettings(loss=3)
+
+
+def test_the_cache_key_of_an_adapter_includes_its_loss():
+    from spectheory.lm._loader import SMOLLM2
+
+    kl = A.adapter_path(12)
+    assert kl.name == f"{SMOLLM2}-L12.safetensors"  # the key of 'adapter:12' is unchanged
+    assert A.adapter_path(12, loss="kl") == A.adapter_path(12, loss="1*kl") == kl
+    specs = ["tv", "alpha:4:iid", "alpha:4:without_replacement", "alpha:2:iid", "0.5*kl+tv",
+             "kl+tv"]  # fmt: skip
+    paths = [A.adapter_path(12, loss=s) for s in specs]
+    assert len({kl, *paths}) == len(specs) + 1
+    assert all(p.parent == kl.parent and p.name.startswith(f"{SMOLLM2}-L12-") for p in paths)
+    assert A.adapter_path(12, loss="alpha:04:iid") == paths[1]
+    assert paths[1].name == f"{SMOLLM2}-L12-alpha-4-iid.safetensors"
+    with pytest.raises(stt.InvalidParameterError, match="loss"):
+        A.adapter_path("some-name", loss="tv")
+
+
+@pytest.mark.parametrize(
+    "loss", ["kl", "tv", "alpha:3:iid", "alpha:2:without_replacement", "0.5*kl+alpha:2:greedy"]
+)
+def test_each_loss_family_trains_and_lowers_its_own_loss(smol, tiny, loss):
+    states = tiny[1]
+    settings = A.TrainSettings(
+        arch="linear", vocab=256, steps=5, batch_size=4, lr=1e-3, validation=0.25, seed=1,
+        loss=loss,
+    )  # fmt: skip
+    train_idx, _ = A._split(len(states.final), settings.validation, settings.seed)
+    assert train_idx.size == 4  # batch_size = all of them: full-batch steps
+    ad = A.train_adapter(smol, states, LAYER, settings)
+    start = A.init_adapter(smol, LAYER, "linear", vocab=ad.vocab.numpy())
+    before = A.mean_loss(start, states, train_idx, settings.loss)
+    after = A.mean_loss(ad, states, train_idx, settings.loss)
+    assert np.isfinite(before) and after < before
+    meta = ad.metadata
+    assert meta["loss"] == settings.loss == meta["settings"]["loss"]
+    assert np.isfinite(meta["validation_loss"]) and np.isfinite(meta["validation_kl"])
+    # the metric recorded is the loss itself, on the validation sequences
+    _, val_idx = A._split(len(states.final), settings.validation, settings.seed)
+    own = A.mean_loss(ad, states, val_idx, loss)
+    assert meta["validation_loss"] == pytest.approx(own, rel=1e-6)
+    if loss == "kl":  # the KL path is the original one: the same number both ways
+        assert meta["validation_loss"] == meta["validation_kl"]
+
+
+def test_lumped_rows_keep_every_optimal_acceptance():
+    rng = np.random.default_rng(5)
+    V, K = 30, 12
+    for _ in range(20):
+        vocab = np.sort(rng.choice(V, size=K, replace=False))
+        p = rng.dirichlet(np.full(V, 0.3), size=3)
+        q = rng.dirichlet(np.full(K, 0.3), size=3)
+        full = np.zeros((3, V))
+        full[:, vocab] = q
+        pl, ql = E.lumped_rows(p, q, vocab)
+        assert pl.shape == ql.shape == (3, K + 1)
+        for n, law in ((1, "iid"), (2, "iid"), (3, "iid"), (2, "without_replacement"),
+                       (3, "without_replacement")):  # fmt: skip
+            np.testing.assert_allclose(
+                stt.bound(pl, ql, n, law), stt.bound(p, full, n, law), rtol=1e-12, atol=1e-13
+            )
+    assert E.lumped_rows(p, full, None)[1] is not None
+
+
+def test_multidraft_evaluation_against_full_vocabulary_rows(smol, trained, tmp_cache):
+    ev = E.evaluate_multidraft(
+        smol, {"a": trained}, (1.0,), (1, 2), ("iid", "without_replacement"),
+        max_new_tokens=4, prompts=(3, 12),
+    )  # fmt: skip
+    single = E.evaluate_adapter(smol, trained, (1.0,), max_new_tokens=4, prompts=(3, 12))
+    np.testing.assert_allclose(ev.tables[("a", 1.0, 1, "iid")], single.per_prompt[0], rtol=1e-12)
+    rows = {"iid": [], "without_replacement": []}
+    with torch.no_grad():
+        for x, start in E.held_out_sequences(smol, 1.0, 4, prompts=(3, 12)):
+            out = smol.model(torch.as_tensor(x[None]), output_hidden_states=True)
+            p = torch.softmax(out.logits[0, start:].double(), -1).numpy()
+            pos = torch.arange(x.size)[None]
+            z = trained.full_logits(trained.subset_logits(out.hidden_states[LAYER], pos))
+            q = torch.softmax(z[0, start:].double(), -1).numpy()
+            for law in rows:  # oracle: the solver on full-vocabulary rows
+                a = stt.bound(p, q, 2, law)
+                rows[law].append((a.sum(), a.size))
+    for law, r in rows.items():
+        np.testing.assert_allclose(ev.tables[("a", 1.0, 2, law)], np.array(r), rtol=1e-9)
+    assert ev.value("a", 1.0, 2, "iid") >= ev.value("a", 1.0, 1) - 1e-12  # more drafts help
+    (lo, hi), v = ev.interval("a", 1.0, 2, "without_replacement", n_boot=200)
+    assert lo <= v <= hi and v == pytest.approx(ev.value("a", 1.0, 2, "without_replacement"))
+    (dlo, dhi), d = ev.interval("a", 1.0, 2, versus="a", n_boot=50)
+    assert dlo == dhi == d == 0.0
+    with pytest.raises(stt.InvalidParameterError, match="laws"):
+        E.evaluate_multidraft(smol, {"a": trained}, (1.0,), (2,), ("sorted",))
+
+
+def test_cli_train_loss_option_key_and_errors(smol, tmp_cache, capsys, monkeypatch):
+    assert _cli(["draft", "train", "--layer", "4", "--loss", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert "--loss" in err and "'foo'" in err
+    monkeypatch.setattr("spectheory.lm._loader.load_model", lambda *a, **k: smol)
+    base = ["draft", "train", "--layer", str(LAYER), "--arch", "linear", "--vocab", "256",
+            "--steps", "2", "--batch-size", "2", "--doc-sequences", "4",
+            "--samples-per-prompt", "0", "--no-eval", "--quiet"]  # fmt: skip
+    assert _cli([*base, "--loss", "alpha:2:iid"]) == 0
+    capsys.readouterr()
+    path = A.adapter_path(LAYER, smol.name, "alpha:2:iid")
+    assert path.is_file() and not A.adapter_path(LAYER, smol.name).exists()
+    assert A.load_adapter(smol, path).metadata["loss"] == "alpha:2:iid"
+    assert _cli([*base, "--loss", "alpha:2:iid", "--as-draft"]) == 0
+    draft = A.load_adapter(smol, A.adapter_path(LAYER, smol.name))  # what 'adapter:L' loads
+    assert draft.metadata["loss"] == "alpha:2:iid"
+    assert _cli([*base, "--loss", "alpha:2:iid"]) == 2  # exists: --force needed
+    assert "--force" in capsys.readouterr().err
+
+
+def test_batched_held_out_sample_matches_the_trace_when_greedy(smol, tmp_cache):
+    from spectheory.lm.prompts import encode_prompt, prompt_set
+
+    # T = 0: the batched, left-padded continuation is the trace's prompt-by-prompt argmax
+    got = E.sampled_held_out_sequences(smol, 0.0, 4, prompts=(12, 3))
+    ref = list(E.held_out_sequences(smol, 0.0, 4, prompts=(3, 12)))
+    assert len(got) == 2
+    for (ids, b), (rids, rb) in zip(got, ref):
+        assert b == rb and np.array_equal(ids, rids)
+    # T = 1: seeded, the prompt then the continuation, positions b.. predict it
+    one = E.sampled_held_out_sequences(smol, 1.0, 5, seed=1, prompts=(3, 12))
+    again = E.sampled_held_out_sequences(smol, 1.0, 5, seed=1, prompts=(3, 12))
+    other = E.sampled_held_out_sequences(smol, 1.0, 5, seed=2, prompts=(3, 12))
+    assert all(np.array_equal(a[0], c[0]) for a, c in zip(one, again))
+    assert any(not np.array_equal(a[0], c[0]) for a, c in zip(one, other))
+    for pid, (ids, b) in zip((3, 12), one):
+        prompt = encode_prompt(smol.tokenizer, prompt_set()[pid][1], "user")
+        assert b == prompt.size - 1 and np.array_equal(ids[: prompt.size], prompt)
+        assert 0 <= ids.size - prompt.size <= 4 and ids.max() < smol.vocab_size

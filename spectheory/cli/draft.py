@@ -1,10 +1,12 @@
 """``spectheory draft train|list|evaluate``: early-exit adapter drafts.
 
-``spectheory draft train --layer L``
+``spectheory draft train --layer L [--loss SPEC]``
     Builds the offline corpus (:mod:`spectheory.lm.corpus`), runs one
     teacher pass, trains the adapter (:func:`spectheory.lm.adapters.train_adapter`),
     evaluates it on the held-out prompts and saves it as the draft
-    ``"adapter:L"`` in ``$SPECTHEORY_CACHE_DIR/adapters/``.  The training
+    ``"adapter:L"`` in ``$SPECTHEORY_CACHE_DIR/adapters/`` (a loss other than
+    ``kl`` saves under its own key, ``<model>-L<L>-<loss>``, unless
+    ``--as-draft``).  The training
     options are generated from :class:`spectheory.lm.adapters.TrainSettings`
     and :class:`spectheory.lm.corpus.CorpusSettings`.
 ``spectheory draft list``
@@ -46,6 +48,19 @@ def vocab_size(text: str):
     return nonnegative_int(text) or None
 
 
+def loss_spec(text: str) -> str:
+    """A training loss (``kl``, ``tv``, ``alpha:N:LAW`` or a weighted sum), in normal form."""
+    import argparse
+
+    from .._errors import InvalidParameterError
+    from ..lm.adapters import normal_loss
+
+    try:
+        return normal_loss(text)
+    except InvalidParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run_train(args) -> int:
     from ..lm import adapters as A
     from ..lm._loader import load_model
@@ -60,7 +75,8 @@ def run_train(args) -> int:
     else:
         from ..lm._loader import SMOLLM2
 
-        path = A.adapter_path(int(args.layer), args.model or SMOLLM2)
+        loss = "kl" if args.as_draft else settings.loss  # kl: the key of 'adapter:L'
+        path = A.adapter_path(int(args.layer), args.model or SMOLLM2, loss)
     if path.exists() and not args.force:
         raise usage_error(f"{str(path)!r} exists; pass --force to retrain it")
     t0 = time.perf_counter()
@@ -78,7 +94,8 @@ def run_train(args) -> int:
     adapter = A.train_adapter(loaded, states, int(args.layer), settings, progress=not args.quiet)
     meta = adapter.metadata
     log.info(
-        f"validation KL {meta['validation_kl_initial']:.4f} -> {meta['validation_kl']:.4f} "
+        f"validation KL {meta['validation_kl_initial']:.4f} -> {meta['validation_kl']:.4f}, "
+        f"{meta['loss']} {meta['validation_loss_initial']:.4f} -> {meta['validation_loss']:.4f} "
         f"({meta['train_seconds']:.0f} s)",
     )
     extra = {
@@ -106,6 +123,9 @@ _SUMMARY_KEYS = (
     "train_tokens",
     "validation_kl_initial",
     "validation_kl",
+    "loss",
+    "validation_loss_initial",
+    "validation_loss",
     "train_seconds",
     "held_out",
 )
@@ -146,7 +166,8 @@ def run_list(args) -> int:
         acc = ", ".join(f"{k}: {v['acceptance']:.3f}" for k, v in held.items()) or "not evaluated"
         print(
             f"{name}: layer {meta.get('layer')}, {meta.get('arch')} x{meta.get('depth', 1)}, vocab "
-            f"{meta.get('vocab_size') or 'full'}, {meta.get('train_tokens')} training positions, "
+            f"{meta.get('vocab_size') or 'full'}, loss {meta.get('loss', 'kl')}, "
+            f"{meta.get('train_tokens')} training positions, "
             f"validation KL {meta.get('validation_kl', float('nan')):.4f}, held-out {acc}"
         )
     return ExitCode.OK
@@ -210,16 +231,21 @@ def add_parser(subparsers):
     dataclass_options(
         t.add_argument_group("training (spectheory.lm.adapters.TrainSettings)"),
         "spectheory.lm.adapters:TrainSettings",
-        ("tokens", "steps", "batch_size", "lr", "arch", "depth", "vocab", "seed"),
+        ("tokens", "steps", "batch_size", "lr", "arch", "depth", "vocab", "seed", "loss"),
         types={"tokens": positive_int, "steps": positive_int, "batch_size": positive_int,
-               "lr": _positive_float, "arch": str, "depth": positive_int, "vocab": vocab_size},
+               "lr": _positive_float, "arch": str, "depth": positive_int, "vocab": vocab_size,
+               "loss": loss_spec},
     )  # fmt: skip
     dataclass_options(
         t.add_argument_group("corpus (spectheory.lm.corpus.CorpusSettings)"),
         "spectheory.lm.corpus:CorpusSettings",
-        ("doc_sequences",),
+        ("doc_sequences", "prompts", "samples_per_prompt", "sampled_tokens"),
+        types={"prompts": positive_int, "sampled_tokens": positive_int},
     )
     t.add_argument("--name", default="", help="save under this name instead of 'adapter:L'")
+    t.add_argument("--as-draft", action="store_true",
+                   help="save as the draft 'adapter:L' whatever the loss (by default a loss "
+                        "other than kl gets its own key, e.g. <model>-L12-tv)")  # fmt: skip
     t.add_argument("--model", default="", help="a local model folder (default SmolLM2)")
     _temperatures(t)
     t.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation")

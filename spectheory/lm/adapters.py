@@ -82,6 +82,8 @@ __all__ = [
     "adapter_path",
     "list_adapters",
     "load_adapter",
+    "loss_suffix",
+    "normal_loss",
     "save_adapter",
     "teacher_states",
     "train_adapter",
@@ -103,7 +105,7 @@ def _train_command(layer):
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Settings of :func:`train_adapter` (all recorded in the saved metadata).
+    r"""Settings of :func:`train_adapter` (all recorded in the saved metadata).
 
     Attributes
     ----------
@@ -130,6 +132,11 @@ class TrainSettings:
         Share of the corpus's sequences held out for the validation KL.
     seed : int
         Seeds the data order, the split and any random initialisation.
+    loss : str
+        Training loss (:func:`spectheory.torch.losses.parse_loss`): ``"kl"``
+        (distillation), ``"tv"`` (minus log acceptance), ``"alpha:N:LAW"``
+        (minus log optimal ``N``-draft acceptance) or a weighted sum such as
+        ``"0.5*kl+tv"``; stored in its normal form (:func:`normal_loss`).
     """
 
     arch: str = "layer"
@@ -142,6 +149,7 @@ class TrainSettings:
     weight_decay: float = 0.0
     validation: float = 0.05
     seed: int = 0
+    loss: str = "kl"
 
     def __post_init__(self):
         if self.arch not in ARCHITECTURES:
@@ -167,6 +175,52 @@ class TrainSettings:
             raise InvalidParameterError(f"validation must be in [0, 1); got {self.validation!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
             raise InvalidParameterError(f"seed must be an integer; got {self.seed!r}")
+        object.__setattr__(self, "loss", normal_loss(self.loss))
+
+
+def normal_loss(spec) -> str:
+    """The normal form of a training-loss specification (checked; names the argument ``loss``).
+
+    Terms in the given order, ``WEIGHT*NAME`` with the weight as Python's
+    shortest round-trip ``repr`` (the weight trained with is the one given),
+    left out where it is 1; zero-weight terms dropped; ``alpha:0N`` as
+    ``alpha:N``: equal specifications share a cache key.
+
+    >>> normal_loss("1*kl"), normal_loss("0.50*kl + alpha:04:iid + 0*tv")
+    ('kl', '0.5*kl+alpha:4:iid')
+    """
+    if spec == "kl":  # the default: no torch import
+        return "kl"
+    if not isinstance(spec, str):
+        raise InvalidParameterError(f"loss must be a string such as 'kl' or 'tv'; got {spec!r}")
+    from ..torch.losses import parse_loss
+
+    try:
+        terms = parse_loss(spec)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"loss {spec!r} is invalid: {exc}") from None
+    kept = [(_normal_name(name), w) for name, w in terms.items() if w != 0]
+    return "+".join(n if w == 1 else f"{w!r}*{n}" for n, w in kept)
+
+
+def _normal_name(name):
+    head, *rest = name.split(":")
+    return f"alpha:{int(rest[0])}:{rest[1]}" if head == "alpha" else name
+
+
+def loss_suffix(loss) -> str:
+    """File-name suffix of an adapter trained with ``loss``: empty for ``"kl"``.
+
+    ``:`` becomes ``-`` and ``*`` becomes ``x``, so the key stays a plain
+    file stem (the loss grammar has no other punctuation but ``.``, ``+``).
+
+    >>> loss_suffix("kl"), loss_suffix("alpha:4:iid"), loss_suffix("0.5*kl+tv")
+    ('', '-alpha-4-iid', '-0.5xkl+tv')
+    """
+    loss = normal_loss(loss)
+    if loss == "kl":
+        return ""
+    return "-" + loss.replace(":", "-").replace("*", "x")
 
 
 # --------------------------------------------------------------------------- the draft
@@ -435,18 +489,45 @@ def kl_loss(adapter, h, final, mask):
 
     ``h``, ``final`` (B, T, d); ``mask`` (B, T) bool.
     """
+    return batch_loss(adapter, h, final, mask, "kl")
+
+
+def batch_loss(adapter, h, final, mask, loss="kl"):
+    r"""Mean over masked positions of the training loss ``loss`` (torch scalar).
+
+    ``"kl"`` is :math:`\mathrm{KL}(\tilde p_S \| q_\theta)` in float32 (the
+    original training loss, unchanged).  Any other specification goes through
+    :func:`spectheory.torch.losses.draft_loss` in float64 with the target rows
+    :math:`\tilde p_S` (the target conditioned on the draft's vocabulary
+    :math:`S`, as for KL: the part of the target the draft can match) and the
+    draft's logits on :math:`S`.
+
+    ``h``, ``final`` (B, T, d); ``mask`` (B, T) bool.
+    """
     import torch
 
     pos = torch.arange(h.shape[1])[None].expand(h.shape[0], -1)
     z = adapter.subset_logits(h, pos)[mask]
     with torch.no_grad():
-        logp = torch.log_softmax(final[mask] @ adapter.head_weight.T, dim=-1)
-    logq = torch.log_softmax(z, dim=-1)
-    return (logp.exp() * (logp - logq)).sum(-1).mean()
+        teacher = final[mask] @ adapter.head_weight.T
+    if loss == "kl":
+        logp = torch.log_softmax(teacher, dim=-1)
+        logq = torch.log_softmax(z, dim=-1)
+        return (logp.exp() * (logp - logq)).sum(-1).mean()
+    from ..torch.losses import draft_loss
+
+    # float64 softmax: draft_loss checks that target rows sum to 1 within 1e-9
+    p = torch.softmax(teacher.to(torch.float64), dim=-1)
+    return draft_loss(loss, p, z)
 
 
 def mean_kl(adapter, states, indices, batch_size=8) -> float:
     """Position-weighted mean KL over the sequences ``indices`` (no gradient)."""
+    return mean_loss(adapter, states, indices, "kl", batch_size)
+
+
+def mean_loss(adapter, states, indices, loss="kl", batch_size=8) -> float:
+    """Position-weighted mean of the loss ``loss`` over the sequences ``indices`` (no gradient)."""
     import torch
 
     total, count = 0.0, 0
@@ -455,7 +536,7 @@ def mean_kl(adapter, states, indices, batch_size=8) -> float:
             idx = list(indices[i : i + batch_size])
             h, f, m = _batches(states, adapter.layer, idx, torch.float32)
             k = int(m.sum())
-            total += float(kl_loss(adapter, h, f, m)) * k
+            total += float(batch_loss(adapter, h, f, m, loss)) * k
             count += k
     return total / max(count, 1)
 
@@ -529,6 +610,7 @@ def train_adapter(
 
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
         kl0 = mean_kl(adapter, states, val_idx) if val_idx.size else float("nan")
+        own0 = _own_loss(adapter, states, val_idx, settings.loss, kl0)
         order, pos, losses = [], 0, []
         adapter.module.train()
         for step in range(settings.steps):
@@ -540,7 +622,7 @@ def train_adapter(
                 pos += 1
             h, f, m = _batches(states, layer, idx, torch.float32)
             opt.zero_grad()
-            loss = kl_loss(adapter, h, f, m)
+            loss = batch_loss(adapter, h, f, m, settings.loss)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
@@ -548,12 +630,14 @@ def train_adapter(
             losses.append(float(loss.detach()))
             if progress and ((step + 1) % 25 == 0 or step + 1 == settings.steps):
                 print(
-                    f"  step {step + 1}/{settings.steps}: train KL {np.mean(losses[-25:]):.4f} "
+                    f"  step {step + 1}/{settings.steps}: train {settings.loss} "
+                    f"{np.mean(losses[-25:]):.4f} "
                     f"({time.perf_counter() - t0:.0f} s)",
                     file=sys.stderr,
                 )
         adapter.module.eval()
     kl1 = mean_kl(adapter, states, val_idx) if val_idx.size else float("nan")
+    own1 = _own_loss(adapter, states, val_idx, settings.loss, kl1)
     adapter.metadata = {
         "format": _FORMAT,
         "layer": int(layer),
@@ -576,12 +660,23 @@ def train_adapter(
         "validation_sequences": int(val_idx.size),
         "validation_kl_initial": kl0,
         "validation_kl": kl1,
-        "train_kl_last": float(np.mean(losses[-25:])),
+        "loss": settings.loss,
+        "validation_loss_initial": own0,
+        "validation_loss": own1,
+        "train_loss_last": float(np.mean(losses[-25:])),
+        **({"train_kl_last": float(np.mean(losses[-25:]))} if settings.loss == "kl" else {}),
         "train_seconds": round(time.perf_counter() - t0, 2),
         "torch_version": torch.__version__,
         "threads": int(torch.get_num_threads()),
     }
     return adapter
+
+
+def _own_loss(adapter, states, val_idx, loss, kl):
+    """Validation value of the training loss itself (the KL already computed for ``"kl"``)."""
+    if not val_idx.size:
+        return float("nan")
+    return kl if loss == "kl" else mean_loss(adapter, states, val_idx, loss)
 
 
 def _tokens_seen(states, train_idx, settings):
@@ -594,9 +689,12 @@ def _tokens_seen(states, train_idx, settings):
 # --------------------------------------------------------------------------- files
 
 
-def adapter_name(loaded, layer: int) -> str:
-    """Cache name of the draft ``"adapter:L"``: ``<model>-L<layer>``."""
-    return f"{_model_slug_from_name(loaded.name)}-L{int(layer)}"
+def adapter_name(loaded, layer: int, loss: str = "kl") -> str:
+    """Cache name of an adapter: ``<model>-L<layer>`` plus :func:`loss_suffix` of its loss.
+
+    With the default loss ``"kl"`` this is the draft ``"adapter:L"``.
+    """
+    return f"{_model_slug_from_name(loaded.name)}-L{int(layer)}{loss_suffix(loss)}"
 
 
 def _model_slug_from_name(model_name):
@@ -607,15 +705,21 @@ def _model_slug_from_name(model_name):
     return "local-" + hashlib.sha256(str(model_name).encode()).hexdigest()[:8]
 
 
-def adapter_path(name_or_layer, model_name: str | None = None) -> Path:
-    """Path of a cached adapter: by name, or by layer (the ``"adapter:L"`` file)."""
+def adapter_path(name_or_layer, model_name: str | None = None, loss: str = "kl") -> Path:
+    """Path of a cached adapter: by name, or by layer and training loss.
+
+    By layer with the default ``loss="kl"`` it is the file of the draft
+    ``"adapter:L"``; another loss adds :func:`loss_suffix` (its own cache key).
+    """
     from ._loader import SMOLLM2
     from .cache import cache_dir
 
     if isinstance(name_or_layer, numbers.Integral) and not isinstance(name_or_layer, bool):
         slug = _model_slug_from_name(model_name or SMOLLM2)
-        name = f"{slug}-L{int(name_or_layer)}"
+        name = f"{slug}-L{int(name_or_layer)}{loss_suffix(loss)}"
     else:
+        if loss != "kl":
+            raise InvalidParameterError(f"loss applies to a layer, not a name; got {loss!r}")
         name = str(name_or_layer)
         if not name or "/" in name or name.startswith("."):
             raise InvalidParameterError(f"adapter name must be a plain file stem; got {name!r}")
