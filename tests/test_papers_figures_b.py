@@ -247,3 +247,48 @@ def test_specdecpp_new_checks_fail_on_planted_errors(tmp_path, monkeypatch):
     bad = _failed(_checks(specdecpp.mdp_checks, tmp_path))
     assert "two-point law: the best threshold on the grid beats every fixed length" in bad
     assert "three-point law: the best threshold on the grid beats every fixed length" in bad
+
+
+# --------------------------------------------------------------------------- scaling (Scylla)
+
+
+def _alpha_trace(V=5, n=12, seed=1):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    target = rng.normal(size=(n, V))
+    draft = {"exit:10": target + rng.normal(size=(n, V)), "exit:20": target + 0.3 * rng.normal(
+        size=(n, V))}  # fmt: skip
+    return SimpleNamespace(num_positions=n, target_logits=target, drafts=tuple(draft),
+                           draft_logits=lambda d, rows: draft[d][rows])  # fmt: skip
+
+
+def test_batch_law_falls_with_the_batch_and_fails_on_a_planted_error(tmp_path, monkeypatch):
+    from spectheory.papers import scaling
+    from spectheory.solvers import roofline
+
+    tr = _alpha_trace()
+    params = {"exit:10": 60_000_000, "exit:20": 100_000_000}
+    run = Run("test", tmp_path, True, False)
+    rows = scaling.batch_law(run, tr, params, 135_000_000, 12)
+    assert not _failed({c.name: c for c in run.checks})
+    # The batch law's n* is the roofline optimum of the measured alpha*(n), recomputed here.
+    from spectheory import bound
+    from spectheory.distributions import process_logits
+
+    p = process_logits(tr.target_logits.astype(np.float64), 1.0)
+    q = process_logits(tr.draft_logits("exit:20", np.arange(12)), 1.0)
+    alpha = np.array([np.mean(bound(p, q, k, "iid")) for k in scaling.WIDTHS])
+    S = [roofline.batch_speedup(alpha, B, 135_000_000, 100_000_000) for B in scaling.BATCHES]
+    expected = [int(np.argmax(s)) + 1 for s in S]
+    assert [r["n_star"] for r in rows if r["draft"] == "exit:20"] == expected
+
+    # A cost model that charges nothing for verifying more tokens: n* never falls.
+    monkeypatch.setattr(roofline, "optimal_width",
+                        lambda alpha, batches, *a: (np.full(len(batches), len(alpha)),
+                                                    np.ones(len(batches))))  # fmt: skip
+    bad = _checks(scaling.batch_law, tmp_path, tr, params, 135_000_000, 12)
+    assert _failed(bad) == {
+        "exit:10: the optimal number of drafts falls with the batch size",
+        "exit:20: the optimal number of drafts falls with the batch size",
+    }

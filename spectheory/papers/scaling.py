@@ -14,8 +14,18 @@ Scylla reports that acceptance grows log-linearly in draft capacity
    fitted against :math:`\log_{10}` of the draft's parameter count with
    bootstrap intervals (:func:`spectheory.lm.capacity_law`).
 
+3. the batch law (Scylla Thm 1.3's form): the optimal number of i.i.d. drafts
+   :math:`n^*(B)` against the decoding batch size :math:`B = 1..4096`, from the
+   trace's optimal acceptance :math:`\alpha^*(n)` of each early exit and the
+   roofline cost of a batched round (H100 defaults; a model, not a measured
+   engine), fitted as :math:`n^* = a + b \log_{10} B`.
+
+Scylla's first law (pretraining tokens of the draft) needs trained drafts:
+``spectheory experiment draft-scaling`` measures it on adapters.
+
 Files: ``fits.csv`` (every fit, published and ours), ``capacity.csv`` (our
-data per exit layer), ``spec_bench.csv``, ``capacity.png``.
+data per exit layer), ``spec_bench.csv``, ``capacity.png``, ``batch_law.csv``,
+``batch_law.png``.
 
 References
 ----------
@@ -83,6 +93,81 @@ def capacity(run: Run, trace, loaded, layers, temperatures) -> tuple:
             )
     run.table("capacity", rows)
     return law, rows
+
+
+#: Decoding batch sizes of the batch law (Scylla Thm 1.3): 1, 2, 4, ..., 4096.
+BATCHES = tuple(2**k for k in range(13))
+#: Numbers of i.i.d. drafts per sequence searched for n*(B).
+WIDTHS = tuple(range(1, 9))
+
+
+def parameter_counts(loaded, trace) -> tuple:
+    """``({exit draft: parameters}, target parameters)`` of the trace's early exits."""
+    from ..lm.cost import draft_parameter_count
+
+    exits = [d for d in trace.drafts if d.startswith("exit:")]
+    counts = {d: draft_parameter_count(loaded, int(d.split(":")[1])) for d in exits}
+    return counts, draft_parameter_count(loaded, loaded.num_layers)
+
+
+def batch_law(run: Run, trace, draft_params: dict, target_params: int, positions: int,
+              temperature: float = 1.0) -> list:  # fmt: skip
+    r"""Optimal number of drafts :math:`n^*(B)` against the decoding batch size.
+
+    For each draft of ``draft_params`` (parameter counts, :func:`parameter_counts`): the
+    mean optimal i.i.d. acceptance
+    :math:`\alpha^*(n)`, :math:`n = 1..8` (:func:`spectheory.bound`) over
+    evenly spaced trace positions at ``temperature``, then the roofline
+    throughput :math:`S(n, B)` of one multi-draft round
+    (:func:`spectheory.solvers.roofline.optimal_width`, H100 defaults; the
+    draft's and target's parameter counts of SmolLM2) and its maximiser
+    :math:`n^*(B)` for :data:`BATCHES`, fitted as :math:`n^* = a + b
+    \log_{10} B` (Scylla Thm 1.3's form, docs/theory.md §6.1, unconfirmed).
+    """
+    from .. import bound
+    from ..distributions import process_logits
+    from ..solvers import roofline
+
+    rows_idx = np.unique(np.linspace(0, trace.num_positions - 1, positions).astype(int))
+    p = process_logits(trace.target_logits[rows_idx].astype(np.float64), temperature)
+    roof = roofline.Roofline()
+    out = []
+    for d, params in draft_params.items():
+        q = process_logits(trace.draft_logits(d, rows_idx), temperature)
+        alpha = np.array([float(np.mean(bound(p, q, n, "iid"))) for n in WIDTHS])
+        n_star, s_star = roofline.optimal_width(alpha, BATCHES, target_params, params, roof)
+        fit = fit_log_linear(np.array(BATCHES, float), n_star.astype(float))
+        for B, n, s in zip(BATCHES, n_star.tolist(), s_star.tolist(), strict=True):
+            out.append({"draft": d, "temperature": temperature, "batch": B, "n_star": n,
+                        "speedup_at_n_star": s, "alpha_1": alpha[0], "alpha_8": alpha[-1],
+                        "positions": rows_idx.size, "draft_params": params,
+                        "target_params": target_params, "fit_intercept": fit.intercept,
+                        "fit_slope_per_decade": fit.slope,
+                        "fit_r_squared": fit.r_squared})  # fmt: skip
+        mono = bool(np.all(np.diff(n_star) <= 0))
+        run.check(
+            f"{d}: the optimal number of drafts falls with the batch size",
+            "Scylla Thm 1.3 [unconfirmed form, docs/theory.md §6.1]; derived from the roofline "
+            "(spectheory/solvers/roofline.py: memory-bound verification is free, compute-bound "
+            "is not)",
+            "n*(B) non-increasing, n*(1) > 1 and n*(4096) = 1",
+            f"n* = {n_star.tolist()} for B = 1..4096",
+            "non-increasing in B, several drafts at B = 1, one at B = 4096",
+            mono and n_star[0] > 1 and n_star[-1] == 1,
+            kind="derived",
+        )
+        run.check(
+            f"{d}: log-linear batch law n*(B) = a + b log10 B",
+            "Scylla Thm 1.3 [unconfirmed: R^2 about 0.99]",
+            "b < 0, R^2 about 0.99",
+            f"b = {fit.slope:+.2f} per decade, R^2 = {fit.r_squared:.3f}",
+            "b < 0 and R^2 >= 0.9 (reported only: a roofline model, not a measured engine)",
+            fit.slope < 0 and fit.r_squared >= 0.9,
+            required=False,
+            kind="published",
+        )
+    run.table("batch_law", out)
+    return out
 
 
 def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
@@ -187,6 +272,21 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         kind="published",
     )
     run.table("fits", fit_rows)
+    run.log("batch law: optimal number of drafts against the batch size (roofline)")
+    batch = batch_law(run, tr, *parameter_counts(loaded, tr), 24 if quick else 96)
+    with run.figure("batch_law") as (_fig, ax):
+        for d in dict.fromkeys(r["draft"] for r in batch):
+            sel = [r for r in batch if r["draft"] == d]
+            xs = np.array([r["batch"] for r in sel], dtype=float)
+            ax.plot(xs, [r["n_star"] for r in sel], "o", label=f"{d}: n*(B)")
+            ax.plot(xs, sel[0]["fit_intercept"] + sel[0]["fit_slope_per_decade"] * np.log10(xs),
+                    "-", color=ax.lines[-1].get_color(),
+                    label=f"fit b = {sel[0]['fit_slope_per_decade']:.2f}/decade")  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="decoding batch size B", ylabel="optimal number of i.i.d. drafts n*")
+        ax.set_title("Scylla Thm 1.3 form: n*(B), roofline (H100), alpha*(n) of the trace")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
     with run.figure("capacity", ncols=2) as (_fig, axes):
         ax = axes[0]
         for T, fit in law.fits_parameters.items():

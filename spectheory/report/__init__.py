@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ._core import (
     ReportContext,
+    _cores,
     informative_rows,
     resolve_verifier,
     section_bounds_and_verifiers,
@@ -96,6 +97,16 @@ def report_drafts(model: str = "smollm2-135m-instruct") -> tuple:
     return (*REPORT_DRAFTS, *cached_adapters(model), "ngram:3")
 
 
+def _load() -> list:
+    """The 1, 5 and 15 minute load averages (empty where the system does not report them)."""
+    import os
+
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return []
+
+
 def _quick_settings():
     from ..lm import TraceSettings
 
@@ -157,12 +168,14 @@ def build_report(
     bad = [s for s in names if s not in SECTIONS]
     if bad:
         raise InvalidParameterError(f"sections must be among {', '.join(SECTIONS)}; got {bad}")
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
+    load_start = _load()
+    cpu: dict = {}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded,
                         verifiers=tuple(resolve_verifier(v) for v in verifiers))  # fmt: skip
-    t0 = time.perf_counter()
+    t0, c_trace = time.perf_counter(), time.process_time()
     if trace is not None:  # the researcher's own trace: no model is loaded or recorded
         from ..lm import Trace, load_trace
 
@@ -181,20 +194,32 @@ def build_report(
     ctx.seconds["trace"] = time.perf_counter() - t0
     title = "SmolLM2-135M-Instruct" if settings.model == "smollm2-135m-instruct" else settings.model
     page = Page(f"spectheory report: speculative decoding on {title}")
+    cpu["trace"] = time.process_time() - c_trace
     for name in names:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         SECTIONS[name](ctx, page)
         ctx.seconds[name] = time.perf_counter() - t0
-        ctx.say(f"{name}: {ctx.seconds[name]:.1f} s")
+        cpu[name] = time.process_time() - c0
+        ctx.say(f"{name}: {ctx.seconds[name]:.1f} s ({cpu[name]:.1f} s of CPU)")
     total = time.perf_counter() - t_start
+    cpu["total"] = time.process_time() - c_start
+    load = {"start": load_start, "end": _load()}
     page.section("Running time", "time")
+    page.paragraph(
+        "Wall-clock and CPU seconds (all threads of this process) per step. On a shared or "
+        "loaded machine the wall-clock time grows with the load while the CPU time does not: "
+        f"load average (1, 5, 15 min) {load['start']} at the start, {load['end']} at the end, "
+        f"on {_cores()} cores. Per-paper times are in the papers' section and summary.json."
+    )
     page.table(
-        [{"step": k, "seconds": v} for k, v in ctx.seconds.items()] + [
-            {"step": "total", "seconds": total}],
-        ["step", "seconds"], digits=1,
+        [{"step": k, "seconds": v, "cpu seconds": cpu.get(k, float("nan"))}
+         for k, v in ctx.seconds.items()] + [
+            {"step": "total", "seconds": total, "cpu seconds": cpu["total"]}],
+        ["step", "seconds", "cpu seconds"], digits=1,
     )  # fmt: skip
     ok = all(v.get("all_as_expected", True) for v in ctx.summary.values() if isinstance(v, dict))
-    summary = {**ctx.summary, "seconds": {**ctx.seconds, "total": total}, "ok": ok}
+    summary = {**ctx.summary, "seconds": {**ctx.seconds, "total": total},
+               "cpu_seconds": cpu, "load_average": load, "ok": ok}  # fmt: skip
     from .._files import atomic_path
 
     with atomic_path(out / "summary.json") as tmp:
