@@ -63,8 +63,10 @@ _ENTRIES = [
         "Lengths (COLM 2025)",
         "2405.19715",
         specdecpp.reproduce,
-        "the exact threshold policy against the best fixed length (docs/theory.md §8.7), "
-        "and fixed, heuristic, oracle-threshold and acceptance-head policies on the real model",
+        "the exact threshold policy against the best fixed length (docs/theory.md §8.7), speedup "
+        "and draft length against the threshold (h = 0, never draft, included), fixed, "
+        "heuristic, oracle-threshold and acceptance-head policies on the real model, the main "
+        "table beside the abstract's",
         needs_model=True,
     ),
     Paper(
@@ -73,7 +75,7 @@ _ENTRIES = [
         "2505.07858, 2211.17192, 2401.07851",
         scaling.reproduce,
         "the published log-linear capacity fits beside the capacity law of the real model's "
-        "early exits",
+        "early exits, and the batch law: the optimal number of drafts against the batch size",
         needs_model=True,
     ),
 ]
