@@ -193,11 +193,12 @@ def _rational_rows(rng, depth, V=3):
     return out
 
 
-@pytest.mark.parametrize("K,L", [(1, 2), (2, 2), (3, 2), (2, 3)])
-def test_spectr_block_efficiency_equals_the_exact_tree_law(K, L):
+# Enumeration grows like V ** (K * L): V = 2 where K * L = 6.
+@pytest.mark.parametrize("K,L,V", [(1, 2, 3), (2, 2, 3), (3, 2, 2), (2, 3, 2)])
+def test_spectr_block_efficiency_equals_the_exact_tree_law(K, L, V):
     """The Markov-chain recursion against exhaustive enumeration of SpecTr's tree verifier."""
     rng = np.random.default_rng(10 * K + L)
-    P, Q = _rational_rows(rng, L + 1), _rational_rows(rng, L + 1)
+    P, Q = _rational_rows(rng, L + 1, V), _rational_rows(rng, L + 1, V)
     drafter = partial(draft_spectr, num_sequences=K, length=L)
     exact = block_law("kseq", _depth_model(P), _depth_model(Q), drafter, L + 1).block_efficiency
     mats = []
@@ -257,13 +258,13 @@ def test_hu_main_table_checks_pass_and_fail_on_planted_errors(tmp_path):
     assert len({r["positions"] for r in rows if r["temperature"] == 0.3}) == 1
 
     def inflated(p, q, n, law):  # 5% above RRS: above the bound where RRS is near it
-        return min(1.0, 1.05 * float(CLOSED_FORMS["rrs"](p, q, n, law)))
+        return np.minimum(1.0, 1.05 * np.asarray(CLOSED_FORMS["rrs"](p, q, n, law), float))
 
     _r, req = _hu_checks(tmp_path, closed_forms={**CLOSED_FORMS, "rrs": inflated})
     assert [c.passed for c in req] == [False, True, True, True]
 
     def half_greedy(p, q, n, law):
-        return 0.5 * float(CLOSED_FORMS["greedy"](p, q, n, law))
+        return 0.5 * np.asarray(CLOSED_FORMS["greedy"](p, q, n, law), float)
 
     _r, req = _hu_checks(tmp_path, closed_forms={**CLOSED_FORMS, "greedy": half_greedy})
     assert [c.passed for c in req] == [True, True, True, False]
