@@ -360,7 +360,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     L_max = int(min(8, lengths.min()))
     block_efficiency_table(
         run, tr, exits, (1.0,) if quick else (0.7, 1.0), (1, 2, 3, 4) if quick else range(1, 9),
-        L_max, max_starts=16 if quick else 200,
+        L_max, max_starts=8 if quick else 200,
     )  # fmt: skip
     run.note(
         f"Block efficiency (spectr_blocks.csv): K i.i.d. draft sequences of L <= {L_max} "
