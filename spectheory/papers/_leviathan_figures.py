@@ -263,7 +263,7 @@ def figure3(run: Run, measured=(), gamma_fn=optimal_gamma, reference=None) -> li
             axes[0].plot([a], [int(g.gamma)], "ko", ms=4)
             axes[1].plot([a], [float(g.speedup)], "ko", ms=4)
             axes[1].annotate(f"{label} (c={c:.2f})", (a, float(g.speedup)), fontsize=6)
-        axes[0].set(xlabel="alpha", ylabel="optimal gamma", yscale="log")
+        axes[0].set(xlabel="alpha", ylabel="optimal gamma")
         axes[0].set_title("Leviathan Fig. 3: optimal gamma (dots: this trace, measured c)")
         axes[1].set(xlabel="alpha", ylabel="walltime improvement at the optimal gamma")
         axes[1].set_title("S(gamma*) (Thm 3.8)")
