@@ -214,9 +214,12 @@ def _figure(run: Run, rows, drafts) -> None:
                 for k, (name, _how) in enumerate(verifiers):
                     v = sorted((r for r in sel if r["verifier"] == name and
                                 r["sampling"] == law), key=lambda r: r["temperature"])  # fmt: skip
-                    ax.plot([r["temperature"] for r in v], [r["acceptance"] for r in v],
-                            color=color, marker=marker, ls=("--", ":")[k % 2], ms=4,
-                            label=f"{name} ({law})")  # fmt: skip
+                    # Monte Carlo rows carry their 95% Wilson interval (zero width otherwise).
+                    err = [[r["acceptance"] - r["acceptance_low"] for r in v],
+                           [r["acceptance_high"] - r["acceptance"] for r in v]]  # fmt: skip
+                    ax.errorbar([r["temperature"] for r in v], [r["acceptance"] for r in v],
+                                yerr=err, color=color, marker=marker, ls=("--", ":")[k % 2],
+                                ms=4, capsize=2, label=f"{name} ({law})")  # fmt: skip
             pos = sel[0]["positions"] if sel else 0
             ax.set(xlabel="temperature T", ylabel="acceptance (n = 3)")
             ax.set_title(f"{draft}: bound (lines) vs verifiers, {pos} positions per T")
