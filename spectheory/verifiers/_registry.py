@@ -44,7 +44,7 @@ from . import _closed_forms as cf
 from .coupling import khisti, optimal_lp
 from .hub import greedy, spechub
 from .kseq import kseq
-from .optimal import optimal
+from .optimal import optimal, optimal_acceptance
 from .pointmass import nss
 from .rrs import rrs, rrs_wor
 from .single import naive, sd
@@ -73,7 +73,7 @@ _KERNEL_OF = {
 _CLOSED_FORM_OF = {
     cf.sd_acceptance: sd, cf.rrs_acceptance: rrs, cf.kseq_acceptance: kseq,
     cf.spechub_acceptance: spechub, cf.greedy_acceptance: greedy,
-    cf.nss_acceptance: nss, cf.naive_acceptance: naive,
+    cf.nss_acceptance: nss, cf.naive_acceptance: naive, optimal_acceptance: optimal,
 }  # fmt: skip
 
 
@@ -308,8 +308,9 @@ _ENTRIES = [
              "2310.15141, 2502.18779", _ALL, True, None, (),
              "transport LP over draft sets once per instance, then O(V)"),
     _builtin("optimal", optimal, "Thomas & Pal (Global Resolution); polymatroid tier mixture",
-             "2511.15898, 2410.18234", ("iid", "greedy"), True, None, (),
-             "O(V log V) plan per row, then O(n^2) per trial", uniforms=_optimal_coins),
+             "2511.15898, 2410.18234", ("iid", "greedy"), True, optimal_acceptance,
+             ("iid", "greedy"), "O(V log V) plan per row, then O(n^2) per trial",
+             uniforms=_optimal_coins),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip

@@ -39,11 +39,12 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from ..solvers.polymatroid import plan
+from ._closed_forms import _hub_value, _need, _rowwise
 from ._ops import accept_prob
 from .hub import greedy
 from .single import sd
 
-__all__ = ["SAMPLINGS", "optimal", "optimal_plan", "select"]
+__all__ = ["SAMPLINGS", "optimal", "optimal_acceptance", "optimal_plan", "select"]
 
 #: Draft laws ``optimal`` reaches the bound for.
 SAMPLINGS = ("iid", "greedy")
@@ -143,3 +144,33 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     if coins.bernoulli(accept_prob(p[x], pl.y[x]) if x is not None else 0 * p[0]):
         return x
     return coins.categorical(pl.residual)
+
+
+@_rowwise()
+def optimal_acceptance(p, q, n, sampling="iid"):
+    r"""Exact membership acceptance of ``optimal``: :math:`\sum_i \min(p_i, y_i)` of its plan.
+
+    ``y`` is the selection marginal of the plan (i.i.d. drafts,
+    :func:`spectheory.solvers.polymatroid.plan`; exact for Fraction input), so
+    this is the verifier's own acceptance, computed from its tables; the
+    notebook proves it equals :math:`\alpha^*` and the tests check it against
+    the OT dual, max-flow, the LP and the enumerated law.  Greedy drafts: Hu et
+    al.'s value :math:`p(T) + \sum_{i \notin T} \min(p_i, \tilde q_i)`; one
+    draft: :math:`\sum \min(p, q)`.
+
+    Examples
+    --------
+    docs/theory.md §8.1, instance A:
+
+    >>> from fractions import Fraction as F
+    >>> p = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+    >>> q = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+    >>> optimal_acceptance(p, q, 2), optimal_acceptance(p, q, 2, "greedy")
+    (Fraction(89, 100), Fraction(19, 20))
+    """
+    _need(sampling, SAMPLINGS, "optimal")
+    if sampling == "greedy":
+        return _hub_value(p, q, n)
+    if n == 1:
+        return np.minimum(p, q).sum()
+    return optimal_plan(p, q, n).alpha
