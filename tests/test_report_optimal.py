@@ -1,0 +1,58 @@
+"""The report's verifier section with ``optimal``: the gap it closes, and where it is not available.
+
+A synthetic trace (random logits, no model; tests/test_sim_replay.py) goes
+through the real replay with ``optimal`` beside ``rrs`` and ``rrs_wor``.  The
+oracle for the gap is the OT dual (``bound`` column, :func:`spectheory.bound`):
+``optimal``'s exact acceptance (its plan's :math:`\\sum \\min(p, y)`) must
+equal it to 1e-12 at every i.i.d. position (both are sums of O(V) float64
+terms), its Monte Carlo acceptance must agree within a z-test at 1e-6, and
+the without-replacement rows must have no ``optimal`` entry while the report
+says so in words and in summary.json.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+from scipy import stats
+
+from spectheory.report._html import Page
+
+from .test_sim_replay import synthetic_trace
+
+
+def test_report_shows_optimal_at_the_bound_and_says_it_is_missing_without_replacement(
+    tmp_path, monkeypatch
+):
+    import spectheory.sim.replay as replay_mod
+    from spectheory.report._core import ReportContext, section_bounds_and_verifiers
+
+    monkeypatch.setattr(replay_mod, "REPLAY_VERIFIERS", ("rrs", "rrs_wor", "optimal"))
+    trace = synthetic_trace(positions=24, vocab=300, seed=3)
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False, trace=trace)
+    page = Page("t")
+    section_bounds_and_verifiers(ctx, page)
+    with open(tmp_path / "replay.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    mine = [r for r in table if r["verifier"] == "optimal"]
+    assert {r["sampling"] for r in mine} == {"iid", "greedy"}  # never without replacement
+    iid = [r for r in mine if r["sampling"] == "iid"]
+    assert {int(r["n"]) for r in iid} == {1, 2, 4}
+    exact = np.array([float(r["exact"]) for r in iid])
+    bound = np.array([float(r["bound"]) for r in iid])
+    np.testing.assert_allclose(exact, bound, rtol=0, atol=1e-12)
+    trials = np.array([int(r["trials"]) for r in iid])
+    hits = np.array([float(r["mc"]) for r in iid]) * trials
+    var = (bound * (1 - bound) * trials).sum()
+    assert abs(hits.sum() - (bound * trials).sum()) / np.sqrt(var) < stats.norm.isf(0.5e-6)
+    # rrs stays below the bound for n > 1 on these rows: optimal closes a real gap.
+    rrs = [float(r["bound"]) - float(r["exact"]) for r in table
+           if r["verifier"] == "rrs" and int(r["n"]) == 4]  # fmt: skip
+    assert np.mean(rrs) > 1e-3
+    o = ctx.summary["verifiers"]["optimal"]
+    assert o["iid_largest_abs_gap"] < 1e-12 and o["iid_configurations"] == 6
+    assert o["without_replacement"].startswith("not available")
+    assert o["without_replacement_best_gap"] > 0
+    html = page.write(tmp_path / "r.html").read_text()
+    assert "Without replacement the optimal verifier is not available" in html
