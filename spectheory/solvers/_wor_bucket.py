@@ -56,7 +56,7 @@ __all__ = ["WOR_CUT_MARGIN", "WOR_PER_OCTAVE_BUCKETS", "wor_bucket_min"]
 
 #: Buckets per octave of ``p/q``: finer buckets make the per-bucket bound
 #: tighter (fewer buckets scanned token by token) at the cost of more integrals.
-WOR_PER_OCTAVE_BUCKETS = 32
+WOR_PER_OCTAVE_BUCKETS = 8
 #: Ratios below ``2**WOR_MIN_EXPONENT`` share one bucket.
 WOR_MIN_EXPONENT = -60
 #: Ratios above ``2**WOR_MAX_EXPONENT`` (and ``p / subnormal q = inf``) share the last bucket.
@@ -75,6 +75,8 @@ WOR_GROUP_TERMS = 12
 #: Largest ``n`` with grouped updates, and the fewest small tokens worth a group.
 WOR_GROUP_MAX_N = 9
 WOR_GROUP_MIN = 8
+#: Tokens per chunk when a bucket is scanned in ratio order (see :func:`_scan_sorted`).
+WOR_CHUNK = 32
 #: Snapshots of the Poisson-binomial state kept for buckets that may still
 #: need a token-by-token scan; when all are taken the oldest is scanned at once.
 WOR_SNAPSHOTS = 32
@@ -191,16 +193,16 @@ def _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, E0, Y0):
             v *= u
     _octave_powers(sx, t, E0, Y0, g_hi)  # e^{-t sum x}: absolute error ~2 ulp
     for g in range(g_hi):
-        K = Kd[g_hi - 1 - g]  # fewer terms at lower nodes, where x t is smaller
+        d = g_hi - 1 - g  # steps below the top node: fewer terms where x t is smaller
         tau = t[g] / t_top
         v = tau
-        for r in range(1, n + K):
+        for r in range(1, Kd[d, 0] + 1):
             tp[r] = v * M[r]  # tau^r M_r
             v *= tau
         sign = 1.0
         for k in range(1, n):  # (-1)^(k+1) W_k, W_k = sum_r A[k, r] tau^(k+r) M_(k+r)
             w = 0.0
-            for r in range(K + 1):
+            for r in range(Kd[d, k]):
                 w += A[k, r] * tp[k + r]
             W[k] = sign * w
             sign = -sign
@@ -219,22 +221,34 @@ def _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, E0, Y0):
 
 @njit(cache=True)
 def _group_terms(n, G, h):
-    """``Kd[d]``: Taylor terms (beyond the first) for a node ``d`` steps below the top.
+    """``Kd[d, k]``: Taylor terms of ``W_k`` at a node ``d`` steps below the top.
 
-    There ``x t <= WOR_GROUP_X e^{-h d}`` and, with ``k = n - 1``, the remainder
-    of ``(e^u - 1)^k / u^k`` after ``K + 1`` terms is at most
-    ``(k u)^(K+1) / (K+1)! e^{k u}``; ``K`` is the least value putting it below 4e-18.
+    There every group token has ``u = x t <= WOR_GROUP_X e^{-h d}``.  The
+    remainder of ``(e^u - 1)^k`` after ``K`` terms is at most
+    ``rho = (k u)^K / K! e^{k u}`` relative to ``u^k`` (the Taylor coefficients
+    of ``((e^u - 1)/u)^k`` are dominated by those of ``e^{k u}``).  An error
+    ``rho W_k`` moves a coefficient ``F_j`` by at most ``n rho u^(k-1)``
+    (``W_k <= W_1 (u e^u)^(k-1)``, and ``W_1 F_i <= n`` since ``F_i`` is at
+    most a Poisson probability), so ``K`` is the least count with
+    ``n rho u^(k-1) e^{(k-1) u} <= 4e-18``; ``W_k`` is left out (``K = 0``)
+    when that holds with ``rho = 1``.  ``Kd[d, 0]`` is the largest power
+    ``k + K - 1`` of ``tau`` needed at that node.
     """
-    Kd = np.empty(G, dtype=np.int64)
-    k = max(n - 1, 1)
+    Kd = np.zeros((G, n), dtype=np.int64)
     for d in range(G):
         u = WOR_GROUP_X * math.exp(-h * d)
-        K = 0
-        term = k * u  # (k u)^(K+1) / (K+1)!
-        while K < WOR_GROUP_TERMS and term * math.exp(k * u) > 4e-18:
-            K += 1
-            term *= k * u / (K + 1)
-        Kd[d] = K
+        top = 1
+        for k in range(1, n):
+            weight = n * u ** (k - 1) * math.exp((k - 1) * u)
+            K = 0
+            rho = 1.0  # bound with K terms kept: (k u)^K / K! e^{k u}, and 1 for K = 0
+            while K < WOR_GROUP_TERMS + 1 and weight * rho > 4e-18:
+                K += 1
+                rho = rho * k * u / K if K > 1 else k * u * math.exp(k * u)
+            Kd[d, k] = K
+            if K > 0:
+                top = max(top, k + K - 1)
+        Kd[d, 0] = top
     return Kd
 
 
@@ -325,6 +339,159 @@ def _scan_bucket(b, P0, g0, p, q, toks, keys, n, best, Pstart, support0, tail_b,
         if f < best:
             best = f
             inner = k
+    return best, inner
+
+
+@njit(cache=True)
+def _add_tokens(P, sub, c0, c1, q, scale, t, g_hi, n, A, Kd, xs, a, y, F, M, tp, W):
+    """Add the tokens ``sub[c0:c1]``: small ones as a group, the others one by one."""
+    if n <= WOR_GROUP_MAX_N and c1 - c0 >= WOR_GROUP_MIN and g_hi > 0:
+        lim = WOR_GROUP_X / t[g_hi - 1]
+        m = 0
+        for k in range(c0, c1):
+            x = q[sub[k]] * scale
+            if x <= lim:
+                xs[m] = x
+                m += 1
+            else:
+                _add_token(P, x, t, a, y, g_hi, n)
+        if m > 0:
+            _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, a, y)
+    else:
+        for k in range(c0, c1):
+            _add_token(P, q[sub[k]] * scale, t, a, y, g_hi, n)
+
+
+@njit(cache=True)
+def _scan_sorted(sub, P0, g0, p, q, n, best, Pstart, support0, tail_b, scale, t, coef, h,
+                 A, Kd, bufs, snaps):
+    """Scan of one bucket's tokens ``sub`` (in ratio order) from the state ``P0``.
+
+    The same scheme as the bucket level, one level down: chunks of
+    ``WOR_CHUNK`` consecutive tokens are added in bulk and integrated at their
+    ends; a chunk whose bound ``P(before) + min p - Q(end)`` beats the best is
+    kept (with a snapshot of the state before it) and, unless a later best
+    overtakes its bound, scanned token by token.  The whole bucket's prefix
+    (its last position) is not evaluated again.
+
+    Returns the best value (``best`` if none lower) and its position in ``sub``
+    (-1 when none is better).
+    """
+    P, Pw, a, y, e, work, xs, F, M, tp, W = bufs
+    m = sub.shape[0]
+    C = WOR_CHUNK
+    S = snaps.shape[0]
+    rest = np.empty(m)
+    acc = 0.0
+    for k in range(m - 1, -1, -1):  # draft mass after position k inside the bucket
+        rest[k] = acc
+        acc += q[sub[k]]
+    for j in range(n):
+        for g in range(g0):
+            P[j, g] = P0[j, g]
+    g_hi = g0
+    pH = Pstart
+    support = support0
+    inner = -1
+    free = np.ones(S, dtype=np.bool_)
+    pend_c = np.empty(S, dtype=np.int64)
+    pend_slot = np.empty(S, dtype=np.int64)
+    pend_g = np.empty(S, dtype=np.int64)
+    pend_sup = np.empty(S, dtype=np.int64)
+    pend_P = np.empty(S)
+    pend_lb = np.empty(S)
+    npend = 0
+    for c0 in range(0, m, C):
+        c1 = min(c0 + C, m)
+        lam_end = tail_b + rest[c1 - 1]
+        pmin = np.inf
+        pc = 0.0
+        for k in range(c0, c1):
+            pmin = min(pmin, p[sub[k]])
+            pc += p[sub[k]]
+        slot = -1
+        if (c1 - c0 > 1 and support + (c1 - c0) - 1 >= n
+                and pH + pmin - _pow_complement(lam_end, n) < best):
+            if npend == S:  # pool full: scan the oldest pending chunk now
+                best, inner = _scan_chunk_tokens(
+                    0, pend_c, pend_slot, pend_g, pend_sup, pend_P, snaps, free, sub, rest,
+                    m, p, q, n, best, inner, tail_b, scale, t, coef, h, Pw, a, y, e, work)
+                for k in range(1, npend):
+                    pend_c[k - 1] = pend_c[k]
+                    pend_slot[k - 1] = pend_slot[k]
+                    pend_g[k - 1] = pend_g[k]
+                    pend_sup[k - 1] = pend_sup[k]
+                    pend_P[k - 1] = pend_P[k]
+                    pend_lb[k - 1] = pend_lb[k]
+                npend -= 1
+            for k in range(S):
+                if free[k]:
+                    slot = k
+                    break
+            free[slot] = False
+            for j in range(n):
+                for g in range(g_hi):
+                    snaps[slot, j, g] = P[j, g]
+            g_snap = g_hi
+            sup_snap = support
+            P_snap = pH
+        _add_tokens(P, sub, c0, c1, q, scale, t, g_hi, n, A, Kd, xs, a, y, F, M, tp, W)
+        g_hi = _prune(P, g_hi, n)
+        support += c1 - c0
+        pH += pc
+        Q = -1.0
+        if support >= n and (slot >= 0 or (c1 < m and pH - _pow_complement(lam_end, n) < best)):
+            Q = _q_integral(P, lam_end, scale, t, g_hi, n, coef, h, e, work)
+            if c1 < m and pH - Q < best:
+                best = pH - Q
+                inner = c1 - 1
+        if slot >= 0:
+            lb = P_snap + pmin - Q
+            if lb < best:
+                pend_c[npend] = c0
+                pend_slot[npend] = slot
+                pend_g[npend] = g_snap
+                pend_sup[npend] = sup_snap
+                pend_P[npend] = P_snap
+                pend_lb[npend] = lb
+                npend += 1
+            else:
+                free[slot] = True
+        k2 = 0
+        for k in range(npend):
+            if pend_lb[k] < best:
+                pend_c[k2] = pend_c[k]
+                pend_slot[k2] = pend_slot[k]
+                pend_g[k2] = pend_g[k]
+                pend_sup[k2] = pend_sup[k]
+                pend_P[k2] = pend_P[k]
+                pend_lb[k2] = pend_lb[k]
+                k2 += 1
+            else:
+                free[pend_slot[k]] = True
+        npend = k2
+    for k in range(npend):
+        if pend_lb[k] < best:
+            best, inner = _scan_chunk_tokens(
+                k, pend_c, pend_slot, pend_g, pend_sup, pend_P, snaps, free, sub, rest,
+                m, p, q, n, best, inner, tail_b, scale, t, coef, h, Pw, a, y, e, work)
+    return best, inner
+
+
+@njit(cache=True)
+def _scan_chunk_tokens(k, pend_c, pend_slot, pend_g, pend_sup, pend_P, snaps, free, sub, rest,
+                       m, p, q, n, best, inner, tail_b, scale, t, coef, h, Pw, a, y, e, work):
+    """Token-by-token scan of pending chunk ``k`` (its inner prefixes); frees its snapshot."""
+    c0 = pend_c[k]
+    c1 = min(c0 + WOR_CHUNK, m)
+    chunk = sub[c0:c1]
+    keys = np.arange(c1 - c0).astype(np.float64)  # already in ratio order
+    new, pos = _scan_bucket(0, snaps[pend_slot[k]], pend_g[k], p, q, chunk, keys, n, best,
+                            pend_P[k], pend_sup[k], tail_b + rest[c1 - 1], scale, t, coef, h,
+                            Pw, a, y, e, work)
+    free[pend_slot[k]] = True
+    if pos >= 0:
+        return new, c0 + pos
     return best, inner
 
 
@@ -428,6 +595,8 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
     M = np.empty(n + WOR_GROUP_TERMS)
     tp = np.empty(n + WOR_GROUP_TERMS)
     snaps = np.empty((WOR_SNAPSHOTS, n, G))
+    snaps2 = np.empty((WOR_SNAPSHOTS, n, G))
+    bufs = (np.empty((n, G)), Pw, a, y, e, work, xs, F, M, tp, W)
     free = np.ones(WOR_SNAPSHOTS, dtype=np.bool_)
     pend_b = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
     pend_slot = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
@@ -453,9 +622,9 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
             if npend == WOR_SNAPSHOTS:  # all slots taken: scan the oldest now
                 stats[3] += cnt[pend_b[0]]
                 best, best_b, best_inner = _resolve(
-                    0, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
-                    p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
-                    Pw, a, y, e, work)
+                    0, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
+                    best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs,
+                    snaps2)
                 for k in range(1, npend):
                     pend_b[k - 1] = pend_b[k]
                     pend_slot[k - 1] = pend_slot[k]
@@ -473,24 +642,9 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
                     snaps[slot, j, g] = P[j, g]
             g_snap = g_hi
             sup_snap = support
-        if n <= WOR_GROUP_MAX_N and s1 - s0 >= WOR_GROUP_MIN:
-            lim = WOR_GROUP_X / t[g_hi - 1] if g_hi > 0 else np.inf
-            m = 0
-            for k in range(s0, s1):
-                x = q[toks[k]] * scale
-                if x <= lim:
-                    xs[m] = x
-                    m += 1
-                else:
-                    _add_token(P, x, t, a, y, g_hi, n)
-                    stats[0] += 1
-            if m > 0 and g_hi > 0:
-                _add_group(P, xs, m, t, g_hi, n, A, Kd, F, M, tp, W, a, y)
-                stats[1] += m
-        else:
-            for k in range(s0, s1):
-                _add_token(P, q[toks[k]] * scale, t, a, y, g_hi, n)
-            stats[0] += s1 - s0
+        _add_tokens(P, toks, s0, s1, q, scale, t, g_hi, n, A, Kd, xs, a, y, F, M, tp, W)
+        stats[0] += s1 - s0
+        stats[1] += 1
         g_hi = _prune(P, g_hi, n)
         support += s1 - s0
         pend = Pstart[bi] + bp[bi]
@@ -531,9 +685,9 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
         if pend_lb[k] < best:
             stats[3] += cnt[pend_b[k]]
             best, best_b, best_inner = _resolve(
-                k, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
-                p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h,
-                Pw, a, y, e, work)
+                k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
+                best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs,
+                snaps2)
     # Certificate: buckets before best_b, and best_b whole or its first tokens in order.
     if best_b >= 0:
         for i in range(V):
@@ -552,19 +706,19 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
 
 
 @njit(cache=True)
-def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, pend_lb, snaps, free, off, toks,
-             p, q, n, best, best_b, best_inner, Pstart, tail, scale, t, coef, h, Pw, a, y, e, work):
-    """Token-by-token scan of pending bucket number ``k``; frees its snapshot."""
+def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
+             best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs, snaps2):
+    """Scan of pending bucket number ``k`` in ratio order; frees its snapshot."""
     bi = pend_b[k]
     s0, s1 = off[bi], off[bi + 1]
     sub = toks[s0:s1]
     keys = np.empty(s1 - s0)
     for j in range(s1 - s0):
         keys[j] = p[sub[j]] / q[sub[j]]
+    sub = sub[np.argsort(keys, kind="mergesort")]
     slot = pend_slot[k]
-    new, inner = _scan_bucket(bi, snaps[slot], pend_g[k], p, q, sub, keys, n, best,
-                              Pstart[bi], pend_sup[k], tail[bi], scale, t, coef, h,
-                              Pw, a, y, e, work)
+    new, inner = _scan_sorted(sub, snaps[slot], pend_g[k], p, q, n, best, Pstart[bi],
+                              pend_sup[k], tail[bi], scale, t, coef, h, A, Kd, bufs, snaps2)
     free[slot] = True
     if inner >= 0:
         return new, bi, inner
@@ -585,8 +739,8 @@ def wor_bucket_min(p, q, n, t0):
     Returns
     -------
     best : float64 (B,); cert : bool (B, V), a prefix attaining it;
-    stats : int64 (B, 4), tokens added one by one, tokens added in groups,
-    integrals at bucket ends, tokens of the buckets scanned token by token.
+    stats : int64 (B, 4), tokens added in bulk, buckets added, integrals at
+    bucket ends, tokens of the buckets scanned again in ratio order.
     """
     B, V = p.shape
     best = np.zeros(B)
