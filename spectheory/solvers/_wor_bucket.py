@@ -496,7 +496,7 @@ def _scan_chunk_tokens(k, pend_c, pend_slot, pend_g, pend_sup, pend_P, snaps, fr
 
 
 @njit(cache=True)
-def _wor_bucket_row(p, q, n, t0, cert, stats):
+def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
     V = p.shape[0]
     per = WOR_PER_OCTAVE_BUCKETS
     emin = WOR_MIN_EXPONENT
@@ -594,15 +594,16 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
     W = np.empty(n)
     M = np.empty(n + WOR_GROUP_TERMS)
     tp = np.empty(n + WOR_GROUP_TERMS)
-    snaps = np.empty((WOR_SNAPSHOTS, n, G))
-    snaps2 = np.empty((WOR_SNAPSHOTS, n, G))
+    S = snapshots
+    snaps = np.empty((S, n, G))
+    snaps2 = np.empty((S, n, G))
     bufs = (np.empty((n, G)), Pw, a, y, e, work, xs, F, M, tp, W)
-    free = np.ones(WOR_SNAPSHOTS, dtype=np.bool_)
-    pend_b = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
-    pend_slot = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
-    pend_g = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
-    pend_sup = np.empty(WOR_SNAPSHOTS, dtype=np.int64)
-    pend_lb = np.empty(WOR_SNAPSHOTS)
+    free = np.ones(S, dtype=np.bool_)
+    pend_b = np.empty(S, dtype=np.int64)
+    pend_slot = np.empty(S, dtype=np.int64)
+    pend_g = np.empty(S, dtype=np.int64)
+    pend_sup = np.empty(S, dtype=np.int64)
+    pend_lb = np.empty(S)
     npend = 0
     g_hi = G
     best = 0.0
@@ -619,7 +620,7 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
         slot = -1
         inner_lb = Pstart[bi] + pmin[bi] - _pow_complement(tail[bi], n)
         if s1 - s0 > 1 and support + (s1 - s0) - 1 >= n and inner_lb < best:
-            if npend == WOR_SNAPSHOTS:  # all slots taken: scan the oldest now
+            if npend == S:  # all slots taken: scan the oldest now
                 stats[3] += cnt[pend_b[0]]
                 best, best_b, best_inner = _resolve(
                     0, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
@@ -632,7 +633,7 @@ def _wor_bucket_row(p, q, n, t0, cert, stats):
                     pend_sup[k - 1] = pend_sup[k]
                     pend_lb[k - 1] = pend_lb[k]
                 npend -= 1
-            for k in range(WOR_SNAPSHOTS):
+            for k in range(S):
                 if free[k]:
                     slot = k
                     break
@@ -726,7 +727,7 @@ def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, 
 
 
 @njit(cache=True, parallel=True)
-def wor_bucket_min(p, q, n, t0):
+def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     """min over ratio-order prefixes of ``p(H) - Q_wor(H)``, without sorting the vocabulary.
 
     Parameters
@@ -735,6 +736,9 @@ def wor_bucket_min(p, q, n, t0):
     n : int >= 2
     t0 : float
         Lowest node of the log-time grid, :func:`._bound_kernels.wor_t0`.
+    snapshots : int >= 1
+        Size of each pool of saved states (a smaller pool only scans pending
+        buckets earlier; the tests use 1 to exercise that path).
 
     Returns
     -------
@@ -747,5 +751,5 @@ def wor_bucket_min(p, q, n, t0):
     cert = np.zeros((B, V), dtype=np.bool_)
     stats = np.zeros((B, 4), dtype=np.int64)
     for b in prange(B):
-        best[b] = _wor_bucket_row(p[b], q[b], n, t0, cert[b], stats[b])
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
     return best, cert, stats
