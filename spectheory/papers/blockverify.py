@@ -437,8 +437,11 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         "on the real trace, chains start at recorded positions and use the recorded next-token "
         "laws of the following positions whatever they draft (the paper's example is of this "
         "kind), so token-level is exact and block verification and the joint bound are Monte "
-        "Carlo means with 95 % intervals. The papers' large models and wall-clock times are not "
-        "reproduced; the real-model comparison of every tree method on drafted paths is "
-        "`spectheory experiment trees`."
+        "Carlo means with 95 % intervals (normal approximation, with token-level's exact mean "
+        "as a control variate; for a draft that almost never agrees with the target, such as "
+        "exit:15 at the first tokens of a reply, the per-draw differences are rare and "
+        "heavy-tailed and these intervals are too narrow). The papers' large models and "
+        "wall-clock times are not reproduced; the real-model comparison of every tree method "
+        "on drafted paths is `spectheory experiment trees`."
     )
     return run.result()
