@@ -21,7 +21,8 @@ the key of ``adapter:L`` (what ``spectheory report`` and live generation load).
 
 Writes ``OUT/comparison.csv`` (one row per loss, temperature, n and law),
 ``OUT/comparison.md`` (the tables) and ``OUT/summary.json`` (settings, timings,
-training metrics).
+training metrics).  ``--merge DIR... OUT`` joins runs that evaluated the same
+adapters (checked by weight hashes) on other ``n`` or laws into one table.
 
 Run (the committed docs/draft_losses/ output; see its README)::
 
@@ -36,6 +37,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -76,6 +78,10 @@ def parse_args(argv=None):
                     help="held-out continuations: one batched sample (default) or the "
                          "recorded trace (slow: prompt by prompt, with drafts)")  # fmt: skip
     ap.add_argument("--held-out-seed", type=int, default=0)
+    ap.add_argument("--max-sequences", type=int, default=0,
+                    help="train on a seeded subset of this many sequences (0: all)")  # fmt: skip
+    ap.add_argument("--wait-corpus", action="store_true",
+                    help="wait until another run has cached the sampled corpus")  # fmt: skip
     ap.add_argument("--install-best", action="store_true",
                     help="also save the best adapter as the draft 'adapter:L'")  # fmt: skip
     ap.add_argument("--out", default="docs/draft_losses")
@@ -153,14 +159,28 @@ def teacher(loaded, corpus, layer, states_path):
     return st, secs
 
 
+def corpus_path(loaded, cs):
+    """Where :func:`spectheory.lm.corpus.build_corpus` caches the sampled part."""
+    from spectheory.lm.cache import cache_dir
+    from spectheory.lm.corpus import _model_slug
+
+    return cache_dir() / "corpus" / f"{_model_slug(loaded)}-{cs.key()}.npz"
+
+
 def train_all(loaded, args):
     from spectheory.lm.corpus import build_corpus
 
     cs = corpus_settings(args)
     while args.wait and args.states and not Path(args.states).is_file():
         time.sleep(20)  # another run samples the corpus and writes the teacher states
+    while args.wait_corpus and cs.samples_per_prompt and not corpus_path(loaded, cs).is_file():
+        time.sleep(20)
     t0 = time.perf_counter()
     corpus = build_corpus(loaded, cs, progress=True)
+    if args.max_sequences and args.max_sequences < len(corpus.sequences):
+        rng = np.random.default_rng([args.seed, 23])
+        keep = np.sort(rng.choice(len(corpus.sequences), args.max_sequences, replace=False))
+        corpus = corpus.select(keep)
     corpus_s = time.perf_counter() - t0
     log(f"corpus: {len(corpus.sequences)} sequences, {corpus.num_loss_tokens} positions")
     out, states, teacher_s = {}, None, float("nan")
@@ -218,8 +238,9 @@ def rows_of(ev, names, args):
     return rows
 
 
-def markdown(rows, adapters, names, args, summary):
+def markdown(rows, names, summary):
     ref = names[0]
+    args = argparse.Namespace(**summary["args"])
     lines = [
         "# Draft-training losses at equal budget",
         "",
@@ -227,7 +248,9 @@ def markdown(rows, adapters, names, args, summary):
         f"{args.steps} steps of {args.batch_size} sequences, lr {args.lr:g}, seed {args.seed}, "
         f"same corpus ({summary['corpus_positions']} training positions) and teacher pass for "
         "every loss.",
-        "Held-out: the target's continuations of the 38 evaluation prompts (24 tokens); "
+        f"Held-out: the target's continuations of the 38 evaluation prompts (24 tokens, "
+        f"{'one batched sample' if summary['held_out'] == 'sampled' else 'the recorded trace'});"
+        " "
         "95% prompt-bootstrap intervals in brackets; differences against "
         f"`{ref}` are paired (the same resampled prompts for both).",
         "",
@@ -237,7 +260,7 @@ def markdown(rows, adapters, names, args, summary):
         "|---|---|---|---|",
     ]
     for name in names:
-        m = adapters[name].metadata
+        m = summary["training"][name]
         lines.append(
             f"| `{name}` | {m['train_seconds']:.0f} | {m['validation_kl_initial']:.3f} -> "
             f"{m['validation_kl']:.3f} | {m['validation_loss_initial']:.4f} -> "
@@ -262,12 +285,53 @@ def markdown(rows, adapters, names, args, summary):
     return "\n".join(lines) + "\n"
 
 
+def merge(dirs, out):
+    """One table from runs that evaluated the same adapters on other n / laws (same positions)."""
+    rows, summaries = [], [json.loads((Path(d) / "summary.json").read_text()) for d in dirs]
+    for d in dirs:
+        with open(Path(d) / "comparison.csv", newline="") as f:
+            for r in csv.DictReader(f):
+                r["T"], r["n"] = float(r["T"]), int(r["n"])
+                for k in ("value", "ci_lo", "ci_hi", "diff", "diff_lo", "diff_hi"):
+                    r[k] = float(r[k]) if r[k] != "" else ""
+                rows.append(r)
+    for s in summaries:  # runs of an older version of this script recorded only the command
+        s.setdefault("args", vars(parse_args(shlex.split(s["command"])[2:])))
+    first = summaries[0]
+    for other in summaries[1:]:
+        for k in ("corpus_sha256", "train_settings", "held_out"):
+            if other[k] != first[k]:
+                raise SystemExit(f"{k} differs between the merged runs")
+        for name, m in other["training"].items():
+            if m["weights_sha256"] != first["training"][name]["weights_sha256"]:
+                raise SystemExit(f"the {name} adapters differ between the merged runs")
+    names = list(first["training"])
+    keys = [(r["loss"], r["T"], r["n"], r["law"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise SystemExit("the merged runs evaluated the same (loss, T, n, law) twice")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows.sort(key=lambda r: (names.index(r["loss"]), -r["T"], r["n"], r["law"]))
+    with open(out / "comparison.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    summary = {**first, "merged_from": [s["command"] for s in summaries]}
+    summary["timings"] = {s["command"]: s["timings"] for s in summaries}
+    (out / "comparison.md").write_text(markdown(rows, names, summary))
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    log(f"merged {len(dirs)} runs into {out}")
+
+
 def main(argv=None):
     import torch
 
     from spectheory.lm._loader import load_model
     from spectheory.lm.draft_eval import evaluate_multidraft, sampled_held_out_sequences
 
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--merge":
+        merge(sys.argv[2:-1], sys.argv[-1])
+        return 0
     args = parse_args(argv)
     t_start = time.perf_counter()
     log("loading the target ...")
@@ -337,7 +401,8 @@ def main(argv=None):
         summary["installed"] = {"loss": best, "path": str(path)}
         log(f"installed {best} as adapter:{args.layer} ({path})")
     summary["total_seconds"] = round(time.perf_counter() - t_start, 1)
-    (out / "comparison.md").write_text(markdown(rows, adapters, names, args, summary))
+    summary["args"] = vars(args)
+    (out / "comparison.md").write_text(markdown(rows, names, summary))
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     log(f"wrote {out}/comparison.csv, comparison.md, summary.json")
     return 0
