@@ -101,6 +101,9 @@ def test_capacity_law_fits(smol, small_trace):
     assert np.all(np.diff(law.profile.parameters) > 0)
     text = law.comparison_text()
     assert "per decade" in text and "0.07..0.09" in text
+    # the text names the model it measured and its own embedding size, not constants
+    assert smol.name in text and "28.3M-parameter embedding" in text
+    assert law.profile.embedding_parameters == 49152 * 576
 
 
 def test_cost_ratio_is_measured(smol):

@@ -93,6 +93,10 @@ class CapacityProfile:
     prompt_ids : tuple of int
     parameters : ndarray, int64 (K,)
         Draft parameter count at each exit layer (:func:`draft_parameter_count`).
+    model : str
+        The target's name (``LoadedModel.name``).
+    embedding_parameters : int
+        Parameters of the input embedding, which every early exit shares with the target.
     """
 
     layers: np.ndarray
@@ -102,6 +106,8 @@ class CapacityProfile:
     positions: np.ndarray = field(repr=False)
     prompt_ids: tuple = field(repr=False)
     parameters: np.ndarray = field(repr=False)
+    model: str = "the target"
+    embedding_parameters: int = 0
 
 
 def _check_layers(layers, num_layers):
@@ -201,6 +207,8 @@ def capacity_profile(loaded, settings_or_trace=None, temperatures=(0.7, 1.0), la
         positions=counts,
         prompt_ids=tuple(pids),
         parameters=np.array([draft_parameter_count(loaded, int(L)) for L in layer_arr]),
+        model=loaded.name,
+        embedding_parameters=int(loaded.model.get_input_embeddings().weight.numel()),
     )
 
 
@@ -226,7 +234,7 @@ class CapacityLaw:
         """The fits beside the published slopes (Leviathan Table 3 fits, docs/theory.md §6.2)."""
         prof = self.profile
         lines = [
-            "Measured capacity law: SmolLM2-135M-Instruct early-exit drafts "
+            f"Measured capacity law: {prof.model} early-exit drafts "
             f"(L = {prof.layers.min()}..{prof.layers.max()}, "
             f"{int(prof.positions.sum())} positions, {len(prof.prompt_ids)} prompts)",
             "  acceptance = a + b log10(draft parameters)   [95% bootstrap CI]",
@@ -245,7 +253,8 @@ class CapacityLaw:
         lo, hi = prof.parameters.min(), prof.parameters.max()
         lines.append(
             f"  The drafts span {lo / 1e6:.1f}M..{hi / 1e6:.1f}M parameters "
-            f"({np.log10(hi / lo):.2f} decades; the tied 28.3M embedding is shared by all)."
+            f"({np.log10(hi / lo):.2f} decades; the "
+            f"{prof.embedding_parameters / 1e6:.1f}M-parameter embedding is shared by all)."
         )
         from ..solvers.scaling import leviathan_capacity_slopes
 
