@@ -28,6 +28,8 @@ __all__ = ["OPTIMAL_UNIFORMS", "optimal_token", "plan_row", "plan_tables", "run_
 
 #: Uniforms per trial: component, accept coin, residual draw.
 OPTIMAL_UNIFORMS = 3
+#: Largest rank stored in the int32 range-maximum tables.
+_RANK_CAP = np.iinfo(np.int32).max
 
 
 @njit(cache=True)
@@ -36,7 +38,7 @@ def _sparse_table(rank):
     levels = 1
     while (1 << levels) <= m:
         levels += 1
-    st = np.empty((levels, m), dtype=np.int64)
+    st = np.empty((levels, m), dtype=np.int32)
     st[0] = rank
     for lv in range(1, levels):
         h = 1 << (lv - 1)
@@ -129,9 +131,11 @@ def plan_tables(p, q, n):
     """Per-row plans of a batch, packed for :func:`run_optimal` (padded arrays)."""
     B, V = p.shape
     plans = [plan_row(p[b], q[b], n) for b in range(B)]
-    sts = [_sparse_table(pl.rank) for pl in plans]
+    # int32 ranks halve the tables: ranks are merge counts (< V) or PERMANENT, and
+    # PERMANENT clipped to the int32 maximum still exceeds every component index.
+    sts = [_sparse_table(np.minimum(pl.rank, _RANK_CAP).astype(np.int32)) for pl in plans]
     L = max(s.shape[0] for s in sts)
-    st = np.zeros((B, L, V + 1), dtype=np.int64)
+    st = np.zeros((B, L, V + 1), dtype=np.int32)
     cw_top = np.zeros((B, V + 1))
     cw_h = np.zeros((B, V + 1))
     kt = np.empty(B, dtype=np.int64)
