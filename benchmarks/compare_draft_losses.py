@@ -24,7 +24,8 @@ Writes ``OUT/comparison.csv`` (one row per loss, temperature, n and law),
 training metrics).  ``--merge DIR... OUT`` joins runs that evaluated the same
 adapters (checked by weight hashes) on other ``n`` or laws into one table.
 
-Run (the committed docs/draft_losses/ output; see its README)::
+Run, for example (a small corpus: 192 sampled answers and 48 documentation
+sequences; ``--train-only`` / ``--eval-only --wait`` split it over processes)::
 
     python benchmarks/compare_draft_losses.py --layer 12 --depth 2 --steps 300 \
         --losses kl tv alpha:4:iid --doc-sequences 48 --prompts 192 \
