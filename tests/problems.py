@@ -1,7 +1,7 @@
 """Known-answer problems for the optimal acceptance, each with the source of its answer.
 
 Every problem is run through every method of ``solve_bound`` in
-``tests/test_bound.py``.  Values are exact rationals.
+``tests/solvers/test_ot_dual.py``.  Values are exact rationals.
 """
 
 from __future__ import annotations

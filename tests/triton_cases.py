@@ -1,7 +1,7 @@
 """Checks of the fused Triton kernels, run on CUDA or under Triton's CPU interpreter.
 
 This module is not collected by the main test run (its name does not match
-``test_*.py``).  tests/test_triton_kernels.py runs it in a subprocess with
+``test_*.py``).  tests/torch/test_triton.py runs it in a subprocess with
 ``TRITON_INTERPRET=1`` set before triton is imported (the interpreter cannot be
 switched on later in a process), and calls the same ``check_*`` functions on
 CUDA in its ``gpu`` tests.  Interpreted programs take ~50 ms each, so the

@@ -15,7 +15,7 @@ import NAME`` and ``module.NAME``), arithmetic, tuples and lists of those, or
 ``tuple(range(...))`` of them;
 anything else (a call, a ``default_factory``) is :data:`UNRESOLVED` and
 shown as "see above" (the field's documentation says what it is).
-``tests/test_cli_static.py`` compares every value read here with the imported
+``tests/cli/test_static.py`` compares every value read here with the imported
 object's, so the two cannot drift apart.  Without the source (a stripped
 install) the object is imported instead: slower, never wrong.
 """

@@ -4,7 +4,7 @@ The losslessness checkers (:func:`spectheory.check_lossless`, the audit of
 logged samples :func:`spectheory.sim.audit.check_lossless_from_samples`), the
 replay and sweep tables and the papers' reproductions all take their
 statistics from here.  Where scipy has the statistic it is used or matched
-exactly (``tests/test_stats.py`` compares each function with scipy or with
+exactly (``tests/sim/test_stats.py`` compares each function with scipy or with
 the closed formula):
 
 * :func:`wilson_interval`: Wilson's score interval (scipy's

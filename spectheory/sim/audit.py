@@ -31,7 +31,7 @@ past.  Tests (statistics from :mod:`spectheory.sim._stats`):
 The verdict is "lossy" on an impossible output or draft, or when the
 Bonferroni-combined p-value of the other tests is at most ``alpha``: a
 correct engine is flagged with probability at most ``alpha`` (measured in
-``tests/test_audit.py``).  Positions are ranked by Holm-adjusted p-values:
+``tests/sim/test_audit.py``).  Positions are ranked by Holm-adjusted p-values:
 the per-position tests where rows repeat, otherwise each row's
 "probability of an output at most as likely",
 :math:`\pi_t = P_{Y \sim p_t}(p_t(Y) \le p_t(y_t))`, a valid p-value of one

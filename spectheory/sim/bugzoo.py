@@ -3,7 +3,7 @@
 Each is a user callable ``fn(target, draft, drafts, rng) -> int`` as accepted
 by :func:`spectheory.check_lossless`, written to fail the way a published
 system failed.  They exist to show that the checker catches each class on real
-model positions (``tests/test_bugzoo.py``); never use them to decode.
+model positions (``tests/sim/test_bugzoo.py``); never use them to decode.
 
 =================================  =============================================================
 name                               real reports (docs/theory.md §7.5)

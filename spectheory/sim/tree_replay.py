@@ -7,7 +7,7 @@ packs instances into flat arrays; :func:`replay_blocks` runs ``T`` trials of a
 verifier on each, fed pre-drawn uniforms of shape (I, T, K), and returns the
 emitted blocks.  :func:`reference_blocks` runs the reference verifiers of
 :mod:`spectheory.trees.verify` with :class:`~spectheory.coins.ReplayCoins` on
-the same uniforms: the two agree token for token (``tests/test_trees_kernels.py``).
+the same uniforms: the two agree token for token (``tests/sim/test_tree_replay.py``).
 The mean block length over trials estimates the block efficiency
 :math:`\tau = E[|\text{block}|]` conditional on the drafted tree.
 

@@ -30,7 +30,7 @@ __all__ = [
 #: token costs three exponentials instead of one per node.  The integrand is
 #: analytic in a strip of half-width ~pi/2 around the real log-time axis, so
 #: the trapezoidal error decays like exp(-pi^2 / h) ~ 1e-18; measured against
-#: exact enumeration it is below 1e-13 (tests/test_bound.py).
+#: exact enumeration it is below 1e-13 (tests/solvers/test_ot_dual.py).
 WOR_PER_OCTAVE = 3
 WOR_STEP = math.log(2.0) / WOR_PER_OCTAVE
 #: A grid node whose P(N_H(t) <= n-1) falls below this is dropped: it can only

@@ -22,7 +22,7 @@ Methods of :func:`solve_bound`:
     ``p/q > n`` cannot belong to an optimal set and are left out of the sort.
     Without replacement: the same prefix minimum with :math:`Q(H_k)` from the
     exponential-clock integral (``G`` nodes, absolute error below 1e-12,
-    ``tests/test_bound.py``), without a sort: tokens are bucketed by ``p/q``,
+    ``tests/solvers/test_ot_dual.py``), without a sort: tokens are bucketed by ``p/q``,
     ``Q`` is integrated at bucket ends, and only buckets whose exact lower
     bound beats the best value are sorted and scanned token by token; tokens
     with ``p/q`` above a cut that no optimal prefix reaches are left out

@@ -39,7 +39,7 @@ def resolve_backend(backend, device):
 
     ``"auto"`` is the plain torch path for now: the Triton kernels are verified
     token for token under Triton's interpreter only, not yet compiled on a GPU
-    (``tests/test_triton_kernels.py``, marked ``gpu``, is that check), so they
+    (``tests/torch/test_triton.py``, marked ``gpu``, is that check), so they
     are opt-in with ``backend="triton"`` until a GPU run has passed.
     ``"triton"`` on CPU tensors needs the interpreter.
     """

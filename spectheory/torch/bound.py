@@ -51,7 +51,7 @@ Draft laws:
     is invariant under a common scale), with the truncated Poisson-binomial
     law computed by a tree of polynomial products (non-negative terms, no
     cancellation) so autograd differentiates it.  Accuracy: below 1e-12
-    against the numpy solver on the test instances (``tests/test_torch_bound.py``).
+    against the numpy solver on the test instances (``tests/torch/test_bound.py``).
 
 References
 ----------

@@ -23,7 +23,7 @@ whose Gumbel perturbations are continuous (it needs :class:`RandomCoins`).
     length depends only on the perturbed values, which given the earlier
     children are independent of the next child's identity (the Gumbel-max
     property), so sequential without-replacement verification stays lossless
-    (tested by Monte Carlo in ``tests/test_trees_drafting.py``).
+    (tested by Monte Carlo in ``tests/trees/test_drafting.py``).
 ``fixed``
     A given shape (parent array, EAGLE-style sparse tree [4]_), each node's
     children drawn without replacement, i.i.d. (identical tokens merged; the

@@ -28,14 +28,14 @@ class Mutant(NamedTuple):
 
 # Covering tests per module family: the fast, exact ones first (``-x`` stops at the first
 # failure, so a killed mutant costs seconds; a survivor costs the whole selection).
-V_REF = ("tests/test_handfed.py", "tests/test_verifiers.py", "-k", "reference or verif or lossless or law")
-EXACT = ("tests/test_mutation_kills.py", "tests/test_exact_values.py", "tests/test_verifiers.py", "-k", "bug or exact or law")
-BOUND = ("tests/test_bound.py",)
-KERN = ("tests/test_handfed.py", "tests/test_sim_kernels.py", "-k", "numba or replay")
-TORCH = ("tests/test_handfed.py", "tests/test_torch_verifiers.py", "-k", "torch or replay")
-SPEC = ("tests/test_exact_values.py", "tests/test_specdecpp.py", "-k", "not bug and not checker")
-TREES = ("tests/test_mutation_kills.py", "tests/test_trees_kernels.py", "tests/test_trees_exact.py")
-CHECK = ("tests/test_exact_values.py", "tests/test_check.py", "-k", "checker or flag or lossy or impossible")
+V_REF = ("tests/test_handfed.py", "tests/verifiers/test_registered.py", "-k", "reference or verif or lossless or law")
+EXACT = ("tests/test_mutation_kills.py", "tests/test_exact_values.py", "tests/verifiers/test_registered.py", "-k", "bug or exact or law")
+BOUND = ("tests/solvers/test_ot_dual.py",)
+KERN = ("tests/test_handfed.py", "tests/sim/test_kernels.py", "-k", "numba or replay")
+TORCH = ("tests/test_handfed.py", "tests/torch/test_verifiers.py", "-k", "torch or replay")
+SPEC = ("tests/test_exact_values.py", "tests/solvers/test_specdecpp.py", "-k", "not bug and not checker")
+TREES = ("tests/test_mutation_kills.py", "tests/sim/test_tree_replay.py", "tests/trees/test_exact.py")
+CHECK = ("tests/test_exact_values.py", "tests/sim/test_check.py", "-k", "checker or flag or lossy or impossible")
 
 MUTANTS = [
     # ------------------------------------------------------------ verifiers (reference)
@@ -165,7 +165,7 @@ MUTANTS = [
         "    return coins.categorical(residual(p, r_beta))",
         "    return coins.categorical(residual(p, q))",
         "canonical decomposition: residual against q instead of the selection law",
-        ("tests/test_verifiers.py",),
+        ("tests/verifiers/test_registered.py",),
     ),
     Mutant(
         "typical-threshold-max",
@@ -173,7 +173,7 @@ MUTANTS = [
         "    threshold = min(POSTERIOR_THRESHOLD, POSTERIOR_ALPHA * math.exp(-entropy))",
         "    threshold = max(POSTERIOR_THRESHOLD, POSTERIOR_ALPHA * math.exp(-entropy))",
         "flipped min/max in Medusa's threshold",
-        ("tests/test_verifiers.py", "tests/test_handfed.py", "-k", "typical"),
+        ("tests/verifiers/test_registered.py", "tests/test_handfed.py", "-k", "typical"),
     ),
     # ------------------------------------------------------------ exact laws
     Mutant(

@@ -36,8 +36,8 @@ from spectheory.torch._ops import inverse_cdf
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers import kseq_rho as kseq_rho_reference
 
-from .budget import scaled
-from .strategies import as_float, weights
+from tests.budget import scaled
+from tests.strategies import as_float, weights
 
 PAIRS = [(name, s) for name in TORCH_VERIFIERS for s in REGISTRY[name].samplings]
 ALPHA = 1e-6

@@ -27,7 +27,7 @@ def test_check_passes_a_lossless_verifier(capsys):
 
 
 @pytest.mark.parametrize(
-    "verifier", ["bug:rrs_dedup", "typical", "tests.test_report:always_accept_first"]
+    "verifier", ["bug:rrs_dedup", "typical", "tests.report.test_core:always_accept_first"]
 )
 def test_check_flags_biased_verifiers_with_exit_code_3(verifier, capsys):
     assert main(["check", verifier, *EXAMPLE, "--json"]) == 3

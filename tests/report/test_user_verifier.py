@@ -20,7 +20,7 @@ from spectheory.report._core import (
 )
 from spectheory.report._html import Page
 
-from .test_sim_replay import synthetic_trace
+from tests.sim.test_replay import synthetic_trace
 
 MODULE = '''
 import numpy as np

@@ -27,8 +27,8 @@ from spectheory.sim import _kernels as K
 from spectheory.sim.simulate import SimulationResult, simulate
 from spectheory.verifiers import REGISTRY
 
-from .budget import scaled
-from .strategies import as_float, weights
+from tests.budget import scaled
+from tests.strategies import as_float, weights
 
 #: Every (verifier, draft law) pair with a kernel.
 PAIRS = [(name, s) for name in K.KERNEL_VERIFIERS for s in REGISTRY[name].samplings]

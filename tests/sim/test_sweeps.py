@@ -1,7 +1,7 @@
 """Sweeps on Dask over sharded traces: one table, identical across schedulers and splits.
 
 Synthetic traces only (random logits at V = 300, 20 positions over 4 prompts;
-tests/test_shards.py builds them).  The distributed tests use a LocalCluster
+tests/lm/test_shards.py builds them).  The distributed tests use a LocalCluster
 with ``processes=False`` (two worker threads in this process): it starts in
 well under a second instead of spawning interpreters that import numpy, numba
 and spectheory, and the monkeypatched task functions (counting, failing) reach
@@ -33,7 +33,7 @@ from spectheory.sim.sweeps import (
     sweep_bounds,
 )
 
-from .test_shards import synthetic_trace
+from tests.lm.test_shards import synthetic_trace
 
 V = 300
 # Both drafts (an early exit and a 2-gram), two temperatures, n = 1 and 3, every law and

@@ -14,7 +14,7 @@ import pytest
 
 from spectheory import InvalidParameterError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The library packages: layers below the studies, which must not import them.
 LIBRARY = ("lm", "sim", "trees", "solvers", "verifiers", "exact", "torch", "live")
 EXPERIMENTS = "spectheory.experiments"

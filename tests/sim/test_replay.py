@@ -1,6 +1,6 @@
 """spectheory.sim.replay: a serial sweep over a trace in memory (issue 15 item 3).
 
-Synthetic traces (random logits, tests/test_shards.py), no model.  Replay and
+Synthetic traces (random logits, tests/lm/test_shards.py), no model.  Replay and
 sweep share their row builder and per-position random streams, so the tables
 must be identical, number for number (JSON text equality, NaN included),
 whatever the chunk size, the subset of positions or the sharding.

@@ -1,13 +1,13 @@
 """Live generation with the ``optimal`` verifier on the real SmolLM2 target and an early-exit draft.
 
-Oracles as in tests/test_live.py: at temperature 0 the output equals
+Oracles as in tests/live/test_generate.py: at temperature 0 the output equals
 target-only greedy generation token for token; sampled at T = 1 with i.i.d.
 multi-draft nodes, the pooled randomised PIT and the acceptance bound
 (:func:`spectheory.live.check_live_lossless`, false-alarm rate 1e-6) must find
 the run consistent with the target's law.  The multi-draft nodes run the
 coins reference of ``optimal`` on the live ``p`` and ``q`` rows (V = 49,152),
 whose tokens equal those of the numba kernel and the torch form for the same
-uniforms (tests/test_optimal_torch.py).
+uniforms (tests/torch/test_optimal.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The report's verifier section with ``optimal``: the gap it closes, and where it is not available.
 
-A synthetic trace (random logits, no model; tests/test_sim_replay.py) goes
+A synthetic trace (random logits, no model; tests/sim/test_replay.py) goes
 through the real replay with ``optimal`` beside ``rrs`` and ``rrs_wor``.  The
 oracle for the gap is the OT dual (``bound`` column, :func:`spectheory.bound`):
 ``optimal``'s exact acceptance (its plan's :math:`\\sum \\min(p, y)`) must
@@ -19,7 +19,7 @@ from scipy import stats
 
 from spectheory.report._html import Page
 
-from .test_sim_replay import synthetic_trace
+from tests.sim.test_replay import synthetic_trace
 
 
 def test_report_shows_optimal_at_the_bound_and_says_it_is_missing_without_replacement(

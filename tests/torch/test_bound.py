@@ -1,7 +1,7 @@
 """spectheory.torch.bound and spectheory.torch.losses against the numpy solver.
 
 Oracles: values against :func:`spectheory.solve_bound` (itself certified against
-LP, max-flow and enumeration in test_bound.py); gradients against central
+LP, max-flow and enumeration in tests/solvers/test_ot_dual.py); gradients against central
 finite differences of the numpy solver through a softmax parametrisation, at
 points where the optimal set does not change within the step (checked).
 """
@@ -195,7 +195,7 @@ def test_readme_example_runs():
     import pathlib
     import re
 
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("## Training drafts for acceptance", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     scope = {}

@@ -4,7 +4,7 @@ Each new required check is shown to pass on the right formula and to fail on a
 planted error (a wrong formula handed in through the function's argument).
 Synthetic traces (random logits, a few positions) keep these tests free of
 the real model; the quick reproductions on the real trace run in
-tests/test_papers.py.
+tests/papers/test_reproductions.py.
 """
 
 from __future__ import annotations

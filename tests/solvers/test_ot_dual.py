@@ -14,8 +14,8 @@ import spectheory as stt
 from spectheory.drafting import draft_set_probability, set_probability_row
 from spectheory.solvers.ot_dual import iid_reference
 
-from .problems import PROBLEMS
-from .strategies import as_float, instances
+from tests.problems import PROBLEMS
+from tests.strategies import as_float, instances
 
 DUAL_TOL = 1e-12  # float64 dual on V <= 6: rounding only (measured ~1e-15)
 LP_TOL = 1e-8  # HiGHS primal/dual feasibility tolerance is 1e-7 on the marginals

@@ -33,11 +33,11 @@ from spectheory._validate import as_distribution
 from spectheory.torch import chain_speculative_sampling, recursive_rejection_sampling
 from spectheory.torch.chain import chain_torch
 
-from .budget import scaled
-from .strategies import as_float, weights
-from .torch_oracles import chain_cells, chain_reference, extended_law_error
+from tests.budget import scaled
+from tests.strategies import as_float, weights
+from tests.torch_oracles import chain_cells, chain_reference, extended_law_error
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def assert_chain_matches_reference(p, q, x, u):

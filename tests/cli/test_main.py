@@ -26,7 +26,7 @@ from spectheory.cli._common import (
     settings_from_args,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_python(code: str, cwd=ROOT) -> subprocess.CompletedProcess:

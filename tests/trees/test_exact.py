@@ -33,7 +33,7 @@ from spectheory.trees import (
 from spectheory.trees.verify import _chain
 from spectheory.verifiers._ops import accept_prob, normalise_or, positive_part, residual
 
-from .budget import scaled
+from tests.budget import scaled
 
 
 def const(*values):
