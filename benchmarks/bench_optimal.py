@@ -51,7 +51,7 @@ def timed(fn, *args):
 
 
 def _torch_call(tp, tq, td, tu):
-    from spectheory.torch._optimal import optimal_torch
+    from spectheory.torch.verifiers import optimal_torch
 
     return optimal_torch(tp, tq, td, tu)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
+from .steppers import AdapterCostStepper, HFStepper
 
 __all__ = [
     "AdapterCostStepper",
@@ -94,54 +95,6 @@ class CostRatio:
     threads: int
     device: str = "cpu"
     draft: str = ""
-
-
-class HFStepper:
-    """Times a Hugging Face causal LM (target, shallow exit, quantised copy) with its cache.
-
-    ``prefill(ids)`` fills the cache with a context; ``step(tok)`` runs one
-    new token on it (each draft kind's cost stepper has these two methods).
-    """
-
-    def __init__(self, net):
-        self.net = net
-
-    def prefill(self, ids):
-        self.past = self.net(input_ids=ids, use_cache=True).past_key_values
-
-    def step(self, tok):
-        out = self.net(input_ids=tok, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
-        return out.logits[0, -1, 0].item()
-
-
-class AdapterCostStepper:
-    """The adapter draft as it would run: ``L`` shared layers, adapter, norm, subset head."""
-
-    def __init__(self, model, adapter):
-        from .layout import shallow_model
-
-        self.adapter = adapter
-        # keep h_L: the adapter comes before the final norm
-        self.trunk = shallow_model(model, int(adapter.layer), final_norm=False).base_model
-
-    def prefill(self, ids):
-        import torch
-
-        out = self.trunk(input_ids=ids, use_cache=True)
-        self.past, self.cache, self.n = out.past_key_values, {}, ids.shape[1]
-        pos = torch.arange(self.n)[None]
-        self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
-
-    def step(self, tok):
-        import torch
-
-        out = self.trunk(input_ids=tok, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
-        pos = torch.arange(self.n, self.n + tok.shape[1])[None]
-        z = self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
-        self.n += tok.shape[1]
-        return z[0, -1, 0].item()
 
 
 def measure_cost_ratio(loaded, layer, *, repeats: int = 30, context: int = 64, warmup=5):

@@ -115,8 +115,8 @@ class ExitKind(DraftKind):
         return _ExitRecorder(loaded.model, int(arg))
 
     def cost_stepper(self, loaded, arg):
-        from .cost import HFStepper
         from .layout import shallow_model
+        from .steppers import HFStepper
 
         return HFStepper(shallow_model(loaded.model, int(arg))), int(arg)
 
@@ -132,7 +132,7 @@ class ExitKind(DraftKind):
         return ExitPathDraft(loaded.model, int(arg))
 
     def live_draft(self, loaded, arg):
-        from ..live._draft import EarlyExitDraft
+        from .live_drafts import EarlyExitDraft
 
         return EarlyExitDraft(loaded, int(arg))
 
@@ -179,7 +179,7 @@ class AdapterKind(DraftKind):
         return AdapterStepper(self.adapter(loaded, arg))
 
     def cost_stepper(self, loaded, arg):
-        from .cost import AdapterCostStepper
+        from .steppers import AdapterCostStepper
 
         ad = self.adapter(loaded, arg)
         return AdapterCostStepper(loaded.model, ad), int(ad.layer)
@@ -196,7 +196,7 @@ class AdapterKind(DraftKind):
         return AdapterPathDraft(self.adapter(loaded, arg))
 
     def live_draft(self, loaded, arg):
-        from ..live._draft import AdapterDraft
+        from .live_drafts import AdapterDraft
 
         return AdapterDraft(loaded, self.adapter(loaded, arg))
 
@@ -218,7 +218,7 @@ class QuantKind(DraftKind):
         return quantised_model(loaded, str(arg))
 
     def cost_stepper(self, loaded, arg):
-        from .cost import HFStepper
+        from .steppers import HFStepper
 
         return HFStepper(self.net(loaded, arg)), loaded.num_layers
 
@@ -234,7 +234,7 @@ class QuantKind(DraftKind):
         return ModelPathDraft(self.net(loaded, arg))
 
     def live_draft(self, loaded, arg):
-        from ..live._draft import ModelDraft
+        from .live_drafts import ModelDraft
 
         return ModelDraft(self.net(loaded, arg), self.label(arg))
 
@@ -260,7 +260,7 @@ class LMKind(DraftKind):
         return self.recorder(loaded, arg).loaded
 
     def cost_stepper(self, loaded, arg):
-        from .cost import HFStepper
+        from .steppers import HFStepper
 
         draft = self.draft_model(loaded, arg)
         return HFStepper(draft.model), draft.num_layers
@@ -276,7 +276,7 @@ class LMKind(DraftKind):
         return ModelPathDraft(self.draft_model(loaded, arg).model)
 
     def live_draft(self, loaded, arg):
-        from ..live._draft import ModelDraft
+        from .live_drafts import ModelDraft
 
         return ModelDraft(self.draft_model(loaded, arg).model, self.label(arg))
 

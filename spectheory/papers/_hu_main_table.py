@@ -13,7 +13,7 @@ it):
   and Hu et al.'s greedy verifier (closed form, docs/theory.md §2.6).
 
 All laws are evaluated on the same positions (those where each law is defined,
-:func:`~spectheory.papers.hu2025.valid_rows`), whose count is in every row.
+:func:`~spectheory.papers._trace_rows.valid_rows`), whose count is in every row.
 
 Checks (all ``derived``, required), each one a wrong implementation crosses:
 
@@ -91,13 +91,14 @@ def main_table(run: Run, trace, drafts, temperatures=TEMPERATURES, *, n=3, trial
         :data:`spectheory.exact.CLOSED_FORMS`); the tests hand in wrong ones.
     pq : callable, optional
         ``pq(trace, draft, T) -> (p, q)``, the processed rows (default
-        :func:`spectheory.papers.hu2025._pq`).
+        :func:`spectheory.papers._trace_rows.trace_pq`).
     mc_verifier : str or callable
         The verifier simulated without replacement (a registry name or a
         coins-protocol function, :func:`spectheory.sim.simulate`).
     """
     from ..sim.simulate import simulate
-    from .hu2025 import _pq, valid_rows
+    from ._trace_rows import trace_pq as _pq
+    from ._trace_rows import valid_rows
 
     forms = CLOSED_FORMS if closed_forms is None else closed_forms
     pq = _pq if pq is None else pq

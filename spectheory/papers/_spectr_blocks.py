@@ -164,9 +164,9 @@ def block_efficiency_table(run: Run, trace, drafts, temperatures, Ks, L_max: int
     ``L_max`` positions lie in one continuation), at most ``max_starts`` of them
     evenly spaced.  ``transition`` is :func:`kseq_transition` (the tests hand in
     a wrong one); ``pq(trace, draft, T) -> (p, q)`` defaults to
-    :func:`spectheory.papers.hu2025._pq`.
+    :func:`spectheory.papers._trace_rows.trace_pq`.
     """
-    from .hu2025 import _pq
+    from ._trace_rows import trace_pq as _pq
 
     pq = _pq if pq is None else pq
     Ks = sorted(set(int(k) for k in Ks) | {1})

@@ -46,7 +46,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..exact import CLOSED_FORMS
 from ..exact import acceptance as exact_acceptance
@@ -54,6 +53,8 @@ from ..sim._stats import wilson_interval as _wilson
 from ..solvers.ot_dual import solve_bound
 from ._common import Run, close_to, get_trace
 from ._hu_main_table import main_table
+from ._trace_rows import trace_pq as _pq
+from ._trace_rows import valid_rows
 
 __all__ = ["DEFAULT_N", "DEFAULT_TEMPERATURE", "KNOWN_BOUNDS", "reproduce", "valid_rows"]
 
@@ -106,40 +107,6 @@ def known_answer_checks(run: Run) -> list:
         )
     run.table("known_answers", rows)
     return rows
-
-
-#: Smallest draft mass outside the top n - 1 tokens for which a greedy row is kept.
-GREEDY_TAIL = 1e-12
-
-
-def valid_rows(draft, n, sampling):
-    """Rows (bool (B,)) on which the draft law with ``n`` drafts is well defined in float64.
-
-    Without replacement needs ``n`` tokens of positive draft probability.  The
-    greedy law samples its last draft from the mass outside the top ``n - 1``
-    tokens; at low temperature that mass can round to 0 (or to a few ulps),
-    where :math:`\tilde q = q / (1 - q(T))` is undefined, so such rows are left
-    out (and counted in the tables).
-
-    Examples
-    --------
-    >>> valid_rows(np.array([[0.5, 0.5, 0.0], [1.0, 1e-300, 0.0]]), 2, "greedy").tolist()
-    [True, False]
-    """
-    draft = np.atleast_2d(draft)
-    if sampling == "iid":
-        return np.ones(draft.shape[0], dtype=bool)
-    ok = np.count_nonzero(draft, axis=1) >= n
-    if sampling == "greedy":
-        tail = -np.sort(-draft, axis=1)[:, n - 1 :].sum(axis=1)
-        ok &= tail > GREEDY_TAIL
-    return ok
-
-
-def _pq(trace, draft, T, top_k=None):
-    p = process_logits(trace.target_logits.astype(np.float64), T, top_k=top_k)
-    q = process_logits(trace.draft_logits(draft), T, top_k=top_k)
-    return p, q
 
 
 def bounds_on_trace(run: Run, trace, drafts, ns, temperatures) -> tuple:

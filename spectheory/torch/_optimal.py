@@ -62,7 +62,7 @@ import torch
 
 from . import _ops
 
-__all__ = ["optimal_tables", "optimal_torch"]
+__all__ = ["optimal_iid", "optimal_tables"]
 
 #: Cap on the secant steps of the bridge search (each adds a hull vertex; a few suffice).
 _MAX_STEPS = 200
@@ -214,19 +214,12 @@ def _bridge_end(tb, lo, hi, a, n, W):
     return torch.where(W == 0, after, right)
 
 
-def optimal_torch(p, q, d, u, sampling="iid"):
-    """Tokens (B,) of ``optimal`` on float64 rows (B, V), drafts (B, n), uniforms (B, 3).
-
-    ``sampling="greedy"`` runs Hu et al.'s verifier (the reference's delegation);
-    ``n = 1`` runs standard speculative sampling.
+def optimal_iid(p, q, d, u):
+    """Tokens (B,) of ``optimal`` for ``n >= 2`` i.i.d. drafts: float64 rows (B, V), drafts
+    (B, n), uniforms (B, 3).  Greedy drafts and ``n = 1`` are delegated by
+    :func:`spectheory.torch.verifiers.optimal_torch`.
     """
-    from .verifiers import _greedy, _single  # circular at import time
-
     n = d.shape[1]
-    if sampling == "greedy":
-        return _greedy(p, q, d, u)
-    if n == 1:
-        return _single(p, q, d, u)
     tb = optimal_tables(p, q, n)
     V = p.shape[1]
     nT, m = tb["n_top"], tb["m"]

@@ -66,7 +66,7 @@ from ._checks import (
     check_uniforms,
     draw_uniforms,
 )
-from ._optimal import optimal_torch
+from ._optimal import optimal_iid
 
 __all__ = ["TORCH_VERIFIERS", "TorchVerification", "verifier_uniforms", "verify"]
 
@@ -287,6 +287,21 @@ def _typical(p, q, d, u):
         x = d[:, k]
         out = torch.where(_ops.gather(p, x) > threshold, x, out)
     return out
+
+
+
+def optimal_torch(p, q, d, u, sampling="iid"):
+    """Tokens (B,) of ``optimal`` on float64 rows (B, V), drafts (B, n), uniforms (B, 3).
+
+    ``sampling="greedy"`` runs Hu et al.'s verifier (the reference's delegation);
+    ``n = 1`` runs standard speculative sampling; otherwise the tier rule of
+    :func:`spectheory.torch._optimal.optimal_iid`.
+    """
+    if sampling == "greedy":
+        return _greedy(p, q, d, u)
+    if d.shape[1] == 1:
+        return _single(p, q, d, u)
+    return optimal_iid(p, q, d, u)
 
 
 _FUNCTIONS = {

@@ -23,7 +23,8 @@ from spectheory.coins import ReplayCoins
 from spectheory.sim._optimal_kernel import run_optimal
 from spectheory.solvers._polymatroid_kernels import row_tables
 from spectheory.torch import TORCH_VERIFIERS, verifier_uniforms, verify
-from spectheory.torch._optimal import optimal_tables, optimal_torch
+from spectheory.torch._optimal import optimal_tables
+from spectheory.torch.verifiers import optimal_torch
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers.optimal import optimal
 
