@@ -176,13 +176,19 @@ def step_bound(weights, qtype: str) -> np.ndarray:
     return np.broadcast_to(bound, xb.shape).reshape(x.shape)
 
 
+def _is_conv1d(mod) -> bool:
+    """GPT-2's ``Conv1D``: a linear layer whose weight is stored transposed, (in, out)."""
+    return type(mod).__name__ == "Conv1D" and type(mod).__module__.startswith("transformers.")
+
+
 def _weight_modules(model):
-    """(name, module) of every Linear / Embedding whose weight is re-quantised (tied once)."""
+    """(name, module) of every Linear / Conv1D / Embedding whose weight is re-quantised
+    (tied once)."""
     import torch
 
     seen, out = set(), []
     for name, mod in model.named_modules():
-        if isinstance(mod, (torch.nn.Linear, torch.nn.Embedding)):
+        if isinstance(mod, (torch.nn.Linear, torch.nn.Embedding)) or _is_conv1d(mod):
             ptr = mod.weight.data_ptr()
             if ptr not in seen:
                 seen.add(ptr)
@@ -192,6 +198,10 @@ def _weight_modules(model):
 
 def quantised_model(loaded, qtype: str = "Q4_0"):
     """A copy of the target with every weight matrix re-quantised through ``qtype``.
+
+    Every ``Linear``, ``Embedding`` and Hugging Face ``Conv1D`` (GPT-2's
+    transposed linear layer) weight is rounded, blocks running along the input
+    features as in GGUF files.
 
     Memoised per target model and type within the process (the copy costs
     one model of memory and some seconds of numpy quantisation).
@@ -215,7 +225,12 @@ def quantised_model(loaded, qtype: str = "Q4_0"):
     with torch.no_grad():
         for _, mod in _weight_modules(qmodel):
             w = mod.weight.detach().numpy()
-            mod.weight.copy_(torch.from_numpy(requantise(w, qtype)))
+            if _is_conv1d(mod):
+                # blocks run along the input features, as for a Linear (out, in) weight
+                w = requantise(np.ascontiguousarray(w.T), qtype).T
+            else:
+                w = requantise(w, qtype)
+            mod.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
     qmodel.eval()
     _CACHE[key] = (weakref.ref(loaded.model), qmodel)
     return qmodel

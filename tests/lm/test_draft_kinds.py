@@ -248,3 +248,20 @@ def test_capacity_profile_on_gpt2_against_full_forwards(gpt2):
     # each sum of minima moves by far less than 1e-6
     np.testing.assert_allclose(cap.acceptance, want / n, rtol=0, atol=1e-6)
     assert cap.parameters.tolist() == [lm.draft_parameter_count(gpt2, L) for L in (1, 2)]
+
+
+def test_quantised_draft_rounds_every_gpt2_conv1d_weight(gpt2):
+    """GPT-2 keeps its linear layers in transformers' Conv1D (weight (in, out)): every one is
+    re-quantised along its input features, within the format's step bound, not left as is."""
+    from spectheory.lm.quantised import quantised_model, requantise, step_bound
+
+    q = quantised_model(gpt2, "Q4_0")
+    target = dict(gpt2.model.named_modules())
+    convs = [n for n, m in q.named_modules() if type(m).__name__ == "Conv1D"]
+    assert len(convs) == 4 * gpt2.num_layers  # c_attn, c_proj, c_fc, mlp.c_proj per block
+    for name in convs:
+        w = target[name].weight.detach().numpy().T.astype(np.float64)  # (out, in)
+        wq = dict(q.named_modules())[name].weight.detach().numpy().T.astype(np.float64)
+        assert not np.array_equal(w, wq), name
+        assert np.all(np.abs(wq - w) <= step_bound(w, "Q4_0") * (1 + 1e-6)), name
+        np.testing.assert_array_equal(wq, requantise(w, "Q4_0"))
