@@ -237,6 +237,40 @@ def _octave_powers(x, t, out_a, out_y, count):
 
 
 @njit(cache=True)
+def _prune(P, g_hi, n):
+    """Drop dead top nodes: P(N_H(t) <= n-1) only decreases as H grows."""
+    while g_hi > 0:
+        s = 0.0
+        for j in range(n):
+            s += P[j, g_hi - 1]
+        if s >= WOR_DEAD:
+            break
+        g_hi -= 1
+    return g_hi
+
+
+@njit(cache=True)
+def _q_integral(P, lam, scale, t, g_hi, n, coef, h, e, work):
+    """Q(H) = 1 - int lam e^{-lam t} P(N_H(t) <= n-1) dt on the log-time grid."""
+    if lam <= 0.0:
+        return 1.0
+    ls = lam * scale  # exact: scale is a power of 2
+    x0 = ls * t[0]
+    acc = 0.0
+    xp = x0
+    for j in range(WOR_LOW_TERMS):
+        acc += coef[j] * xp
+        xp *= x0
+    _octave_powers(ls, t, e, work, g_hi)
+    for g in range(g_hi):
+        s = 0.0
+        for j in range(n):
+            s += P[j, g]
+        acc += ls * t[g] * e[g] * s
+    return 1.0 - h * acc
+
+
+@njit(cache=True)
 def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
     """One row of the without-replacement scan; see :func:`wor_prefix_min`."""
     V = order.shape[0]
@@ -258,7 +292,6 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
             fact *= -j
         rj = r1 ** (j + 1)
         coef[j] = rj / (1.0 - rj) / fact
-    t0 = t[0]
     g_hi = G
     best = 0.0
     kbest = 0
@@ -279,35 +312,13 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
                     P[j, g] = P[j, g] * a[g] + P[j - 1, g] * y[g]
             for g in range(g_hi):
                 P[0, g] *= a[g]
-            while g_hi > 0:
-                s = 0.0
-                for j in range(n):
-                    s += P[j, g_hi - 1]
-                if s >= WOR_DEAD:
-                    break
-                g_hi -= 1
+            g_hi = _prune(P, g_hi, n)
         if support < n:
             continue
         lam = lam_suffix[k + 1]
         if pH - math.exp(n * math.log1p(-lam)) >= best:
             continue  # the i.i.d. lower bound already loses
-        if lam <= 0.0:
-            Q = 1.0
-        else:
-            ls = lam * scale  # exact: scale is a power of 2
-            x0 = ls * t0
-            acc = 0.0
-            xp = x0
-            for j in range(WOR_LOW_TERMS):
-                acc += coef[j] * xp
-                xp *= x0
-            _octave_powers(ls, t, e, ones, g_hi)
-            for g in range(g_hi):
-                s = 0.0
-                for j in range(n):
-                    s += P[j, g]
-                acc += ls * t[g] * e[g] * s
-            Q = 1.0 - h * acc
+        Q = _q_integral(P, lam, scale, t, g_hi, n, coef, h, e, ones)
         evaluated += 1
         f = pH - Q
         if f < best:

@@ -54,11 +54,12 @@ import numpy as np
 from numba import njit, prange
 
 from ._bound_kernels import (
-    WOR_DEAD,
     WOR_LOW_TERMS,
     WOR_STEP,
     _octave_powers,
     _pow_complement,
+    _prune,
+    _q_integral,
 )
 
 __all__ = ["WOR_CUT_MARGIN", "WOR_PER_OCTAVE_BUCKETS", "wor_bucket_min"]
@@ -259,40 +260,6 @@ def _group_terms(n, G, h):
                 top = max(top, k + K - 1)
         Kd[d, 0] = top
     return Kd
-
-
-@njit(cache=True)
-def _prune(P, g_hi, n):
-    """Drop dead top nodes: P(N_H(t) <= n-1) only decreases as H grows."""
-    while g_hi > 0:
-        s = 0.0
-        for j in range(n):
-            s += P[j, g_hi - 1]
-        if s >= WOR_DEAD:
-            break
-        g_hi -= 1
-    return g_hi
-
-
-@njit(cache=True)
-def _q_integral(P, lam, scale, t, g_hi, n, coef, h, e, work):
-    """Q(H) = 1 - int lam e^{-lam t} P(N_H(t) <= n-1) dt on the log-time grid."""
-    if lam <= 0.0:
-        return 1.0
-    ls = lam * scale  # exact: scale is a power of 2
-    x0 = ls * t[0]
-    acc = 0.0
-    xp = x0
-    for j in range(WOR_LOW_TERMS):
-        acc += coef[j] * xp
-        xp *= x0
-    _octave_powers(ls, t, e, work, g_hi)
-    for g in range(g_hi):
-        s = 0.0
-        for j in range(n):
-            s += P[j, g]
-        acc += ls * t[g] * e[g] * s
-    return 1.0 - h * acc
 
 
 @njit(cache=True)
