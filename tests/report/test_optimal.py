@@ -18,7 +18,6 @@ import numpy as np
 from scipy import stats
 
 from spectheory.report._html import Page
-
 from tests.sim.test_replay import synthetic_trace
 
 

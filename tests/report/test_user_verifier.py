@@ -19,7 +19,6 @@ from spectheory.report._core import (
     section_lossless,
 )
 from spectheory.report._html import Page
-
 from tests.sim.test_replay import synthetic_trace
 
 MODULE = '''

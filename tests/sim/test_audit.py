@@ -19,7 +19,6 @@ from spectheory import InvalidDistributionError, InvalidParameterError, ShapeMis
 from spectheory.sim.audit import check_lossless_from_samples as audit
 from spectheory.sim.log_metrics import acceptance_table, write_csv
 from spectheory.sim.samplelog import as_sample_log, load_log, save_log
-
 from tests.audit_logs import chain_log, multidraft_log
 
 ALPHA = 1e-6

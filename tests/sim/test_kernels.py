@@ -26,7 +26,6 @@ from spectheory.drafting import greedy_split
 from spectheory.sim import _kernels as K
 from spectheory.sim.simulate import SimulationResult, simulate
 from spectheory.verifiers import REGISTRY
-
 from tests.budget import scaled
 from tests.strategies import as_float, weights
 

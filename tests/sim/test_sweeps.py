@@ -32,7 +32,6 @@ from spectheory.sim.sweeps import (
     sweep,
     sweep_bounds,
 )
-
 from tests.lm.test_shards import synthetic_trace
 
 V = 300

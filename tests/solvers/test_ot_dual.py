@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import spectheory as stt
 from spectheory.drafting import draft_set_probability, set_probability_row
 from spectheory.solvers.ot_dual import iid_reference
-
 from tests.problems import PROBLEMS
 from tests.strategies import as_float, instances
 

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from spectheory import InvalidParameterError
 from spectheory.solvers.sequoia import sequoia_tree, sequoia_values, tree_value
-
 from tests.budget import scaled
 
 # docs/theory.md §8.6 (Sequoia's acceptance-rate-vector.pt, the leading 0 and trailing P(none)

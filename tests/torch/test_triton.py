@@ -32,7 +32,6 @@ from spectheory import InvalidDistributionError, InvalidParameterError, ShapeMis
 from spectheory._validate import as_distribution
 from spectheory.torch import chain_speculative_sampling, recursive_rejection_sampling
 from spectheory.torch.chain import chain_torch
-
 from tests.budget import scaled
 from tests.strategies import as_float, weights
 from tests.torch_oracles import chain_cells, chain_reference, extended_law_error

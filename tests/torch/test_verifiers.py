@@ -35,7 +35,6 @@ from spectheory.torch import TORCH_VERIFIERS, _ops, kseq_rho, verifier_uniforms,
 from spectheory.torch._ops import inverse_cdf
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers import kseq_rho as kseq_rho_reference
-
 from tests.budget import scaled
 from tests.strategies import as_float, weights
 

@@ -32,7 +32,6 @@ from spectheory.trees import (
 )
 from spectheory.trees.verify import _chain
 from spectheory.verifiers._ops import accept_prob, normalise_or, positive_part, residual
-
 from tests.budget import scaled
 
 
