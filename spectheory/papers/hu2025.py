@@ -447,9 +447,10 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         trials=50 if quick else 200, max_positions=16 if quick else 96,
     )  # fmt: skip
     run.note(
-        "Main table: Hu et al.'s printed table values could not be read for this reproduction, so the "
-        "main table's checks are derived ones (bound >= every verifier; without replacement "
-        ">= i.i.d.; greedy verifier = greedy bound), not comparisons with their numbers."
+        "Main table: Hu et al.'s printed table values could not be read for this "
+        "reproduction, so the main table's checks are derived ones (bound >= every "
+        "verifier; without replacement >= i.i.d.; greedy verifier = greedy bound), not "
+        "comparisons with their numbers."
     )
     run.note(
         "Setting: SmolLM2-135M-Instruct (target) with its own early exits after 15 and 25 of 30 "
