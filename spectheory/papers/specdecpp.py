@@ -87,7 +87,7 @@ def threshold_grid(points: int) -> np.ndarray:
     """Thresholds swept: ``h = 0`` (never draft: the rule stops before the first token,
     the same policy as ``gamma = 0``) and ``points`` values evenly spaced in [0.05, 0.95].
 
-    >>> [round(h, 12) for h in threshold_grid(3)]
+    >>> threshold_grid(3).round(12).tolist()
     [0.0, 0.05, 0.5, 0.95]
     """
     return np.concatenate([[0.0], np.linspace(0.05, 0.95, points)])
