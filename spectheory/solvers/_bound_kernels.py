@@ -237,6 +237,22 @@ def _octave_powers(x, t, out_a, out_y, count):
 
 
 @njit(cache=True)
+def _low_coefficients(h):
+    # Lattice nodes below t0, where P(N_H <= n-1) = 1: the sum over m >= 1 of
+    # x_m e^{-x_m}, x_m = lam t0 e^{-m h}, is sum_j (-1)^j (lam t0)^(j+1) A_{j+1} / j!
+    # with A_j = sum_m e^{-j m h} = r^j / (1 - r^j); lam t0 <= 1/8 makes 16 terms ample.
+    r1 = math.exp(-h)
+    coef = np.empty(WOR_LOW_TERMS)
+    fact = 1.0
+    for j in range(WOR_LOW_TERMS):
+        if j > 0:
+            fact *= -j
+        rj = r1 ** (j + 1)
+        coef[j] = rj / (1.0 - rj) / fact
+    return coef
+
+
+@njit(cache=True)
 def _prune(P, g_hi, n):
     """Drop dead top nodes: P(N_H(t) <= n-1) only decreases as H grows."""
     while g_hi > 0:
@@ -281,17 +297,7 @@ def _wor_row(p, q, order, n, lam_suffix, iid_suffix_min, t, h, scale):
     y = np.empty(G)
     e = np.empty(G)
     ones = np.empty(G)
-    # Lattice nodes below t0, where P(N_H <= n-1) = 1: the sum over m >= 1 of
-    # x_m e^{-x_m}, x_m = lam t0 e^{-m h}, is sum_j (-1)^j (lam t0)^(j+1) A_{j+1} / j!
-    # with A_j = sum_m e^{-j m h} = r^j / (1 - r^j); lam t0 <= 1/8 makes 16 terms ample.
-    r1 = math.exp(-h)
-    coef = np.empty(WOR_LOW_TERMS)
-    fact = 1.0
-    for j in range(WOR_LOW_TERMS):
-        if j > 0:
-            fact *= -j
-        rj = r1 ** (j + 1)
-        coef[j] = rj / (1.0 - rj) / fact
+    coef = _low_coefficients(h)
     g_hi = G
     best = 0.0
     kbest = 0

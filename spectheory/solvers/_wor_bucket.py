@@ -54,8 +54,8 @@ import numpy as np
 from numba import njit, prange
 
 from ._bound_kernels import (
-    WOR_LOW_TERMS,
     WOR_STEP,
+    _low_coefficients,
     _octave_powers,
     _pow_complement,
     _prune,
@@ -260,21 +260,6 @@ def _group_terms(n, G, h):
                 top = max(top, k + K - 1)
         Kd[d, 0] = top
     return Kd
-
-
-@njit(cache=True)
-def _low_coefficients(h):
-    # Lattice nodes below t0 (P(N_H <= n-1) = 1 there): sum_m x_m e^{-x_m},
-    # x_m = lam t0 e^{-m h}, as a power series in lam t0 (see _bound_kernels._wor_row).
-    r1 = math.exp(-h)
-    coef = np.empty(WOR_LOW_TERMS)
-    fact = 1.0
-    for j in range(WOR_LOW_TERMS):
-        if j > 0:
-            fact *= -j
-        rj = r1 ** (j + 1)
-        coef[j] = rj / (1.0 - rj) / fact
-    return coef
 
 
 @njit(cache=True)
