@@ -79,6 +79,9 @@ def parse_args(argv=None):
                     help="held-out continuations: one batched sample (default) or the "
                          "recorded trace (slow: prompt by prompt, with drafts)")  # fmt: skip
     ap.add_argument("--held-out-seed", type=int, default=0)
+    ap.add_argument("--more-doc-sequences", type=int, default=0,
+                    help="append this many further documentation sequences (teacher "
+                         "forcing only: the cached sampled part is reused)")  # fmt: skip
     ap.add_argument("--max-sequences", type=int, default=0,
                     help="train on a seeded subset of this many sequences (0: all)")  # fmt: skip
     ap.add_argument("--wait-corpus", action="store_true",
@@ -160,6 +163,38 @@ def teacher(loaded, corpus, layer, states_path):
     return st, secs
 
 
+def with_more_docs(corpus, docs):
+    """``corpus`` with the documentation sequences of ``docs`` it lacks, before its sampled ones.
+
+    ``docs`` is a documentation-only corpus (``samples_per_prompt=0``) with more
+    documentation sequences; the documentation sequences come in a fixed order,
+    so its first ones must be exactly those of ``corpus`` (checked).  The
+    sampled part of a corpus is cached under a key of all its settings, so this
+    grows a corpus without sampling it again.
+    """
+    from spectheory.lm.corpus import Corpus
+
+    own = [i for i, src in enumerate(corpus.sources) if src == "doc"]
+    sampled = [i for i, src in enumerate(corpus.sources) if src != "doc"]
+    if any(src != "doc" for src in docs.sources):
+        raise SystemExit("the documentation corpus holds sampled sequences")
+    if len(docs.sequences) < len(own) or any(
+        not np.array_equal(corpus.sequences[i], docs.sequences[k]) for k, i in enumerate(own)
+    ):
+        raise SystemExit("the documentation corpus does not extend the corpus's documentation")
+    extra = range(len(own), len(docs.sequences))
+    seqs = [corpus.sequences[i] for i in own] + [docs.sequences[k] for k in extra]
+    starts = [int(corpus.loss_start[i]) for i in own] + [int(docs.loss_start[k]) for k in extra]
+    seqs += [corpus.sequences[i] for i in sampled]
+    starts += [int(corpus.loss_start[i]) for i in sampled]
+    return Corpus(
+        sequences=tuple(seqs),
+        loss_start=np.asarray(starts, dtype=np.int64),
+        sources=("doc",) * (len(own) + len(extra)) + ("sampled",) * len(sampled),
+        settings=corpus.settings,
+    )
+
+
 def corpus_path(loaded, cs):
     """Where :func:`spectheory.lm.corpus.build_corpus` caches the sampled part."""
     from spectheory.lm.cache import cache_dir
@@ -178,6 +213,11 @@ def train_all(loaded, args):
         time.sleep(20)
     t0 = time.perf_counter()
     corpus = build_corpus(loaded, cs, progress=True)
+    if args.more_doc_sequences:
+        docs = dataclasses.replace(
+            cs, doc_sequences=cs.doc_sequences + args.more_doc_sequences, samples_per_prompt=0
+        )
+        corpus = with_more_docs(corpus, build_corpus(loaded, docs, cache=False))
     if args.max_sequences and args.max_sequences < len(corpus.sequences):
         rng = np.random.default_rng([args.seed, 23])
         keep = np.sort(rng.choice(len(corpus.sequences), args.max_sequences, replace=False))
@@ -200,6 +240,7 @@ def train_all(loaded, args):
             ad = A.train_adapter(loaded, states, args.layer, settings, progress=True)
             extra = {
                 "corpus_settings": dataclasses.asdict(cs),
+                "more_doc_sequences": args.more_doc_sequences,
                 "corpus_positions": corpus.num_loss_tokens,
             }
             A.save_adapter(ad, path, extra=extra)
@@ -275,7 +316,11 @@ def markdown(rows, names, summary):
             cells = []
             for n, law in cols:
                 key = (name, T, n, law)
-                (r,) = [x for x in rows if (x["loss"], x["T"], x["n"], x["law"]) == key]
+                found = [x for x in rows if (x["loss"], x["T"], x["n"], x["law"]) == key]
+                if not found:  # merged runs may evaluate some n only at some temperatures
+                    cells.append("-")
+                    continue
+                (r,) = found
                 cell = f"{r['value']:.3f} [{r['ci_lo']:.3f}, {r['ci_hi']:.3f}]"
                 if name != ref:
                     cell += f"<br>{r['diff']:+.3f} [{r['diff_lo']:+.3f}, {r['diff_hi']:+.3f}]"
@@ -373,6 +418,7 @@ def main(argv=None):
         "depth": args.depth,
         "train_settings": {n: dataclasses.asdict(train_settings(args, n)) for n in names},
         "corpus_settings": dataclasses.asdict(corpus_settings(args)),
+        "more_doc_sequences": args.more_doc_sequences,
         "corpus_sha256": corpus.sha256,
         "corpus_positions": corpus.num_loss_tokens,
         "held_out": args.held_out,
