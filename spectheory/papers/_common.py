@@ -35,6 +35,7 @@ __all__ = [
     "cost_ratio",
     "get_model",
     "get_trace",
+    "serial_kernels",
 ]
 
 #: Columns of ``checks.csv``.
@@ -227,6 +228,38 @@ class Paper:
 def close_to(ours, reference, tol) -> bool:
     """``|ours - reference| <= tol`` for finite numbers (False for NaN)."""
     return bool(abs(float(ours) - float(reference)) <= tol)
+
+
+@contextmanager
+def serial_kernels():
+    """Run the package's parallel numba kernels on one thread inside the block.
+
+    For loops over many tiny instances (a few tokens each): each call of a
+    ``parallel=True`` kernel (the input checks, the solvers) starts a parallel
+    region whose threads spin at its barrier, which costs more than the work
+    itself, and on a busy machine costs CPU seconds that the load multiplies
+    (a search of SpecTr's worst case took 120 CPU s with two threads and 4 with
+    one).  Results do not change: every kernel computes the same per-row values
+    on any number of threads.  The previous thread count is restored on exit.
+
+    Examples
+    --------
+    >>> import numba
+    >>> before = numba.get_num_threads()
+    >>> with serial_kernels():
+    ...     numba.get_num_threads()
+    1
+    >>> numba.get_num_threads() == before
+    True
+    """
+    import numba
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
 
 
 class Run:

@@ -107,6 +107,13 @@ def _load() -> list:
         return []
 
 
+def _trace_cached(key: str) -> bool:
+    """Whether the trace cache holds a trace under ``key`` (the file record_trace reuses)."""
+    from ..lm import cache_dir
+
+    return (cache_dir() / "traces" / f"{key}.safetensors").is_file()
+
+
 def _quick_settings():
     from ..lm import TraceSettings
 
@@ -188,8 +195,15 @@ def build_report(
         ctx.say(f"trace file {ctx.trace_file} of model {settings.model}")
     else:
         settings = settings or (_quick_settings() if quick else _full_settings())
-        ctx.say(f"trace {settings.key(loaded)} of model {settings.model} (recorded once, then "
+        key = settings.key(loaded)
+        ctx.say(f"trace {key} of model {settings.model} (recorded once, then "
                 f"reused from the cache)")  # fmt: skip
+        if loaded is None and not _trace_cached(key):
+            # Recording loads the model anyway: load it here once, so that the papers
+            # that run it reuse it instead of loading it a second time (tens of seconds).
+            from ..lm import load_model
+
+            ctx.loaded = loaded = load_model(settings.model)
         ctx.trace = record_trace(settings, loaded=loaded, progress=progress)
     ctx.seconds["trace"] = time.perf_counter() - t0
     title = "SmolLM2-135M-Instruct" if settings.model == "smollm2-135m-instruct" else settings.model

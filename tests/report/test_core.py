@@ -186,3 +186,41 @@ def test_report_records_the_quantised_draft_and_cached_adapters(tmp_path, monkey
     assert cached_adapters() == ("adapter:25",)
     assert report_drafts() == ("exit:15", "exit:25", "quant:Q4_0", "adapter:25", "ngram:3")
     assert _adapters_line(SimpleNamespace(drafts=report_drafts())).startswith("adapter:25")
+
+
+def test_report_loads_the_model_once_when_it_records_the_trace(tmp_path, monkeypatch):
+    """An uncached trace: the model loaded for recording is the one the papers get."""
+    from types import SimpleNamespace
+
+    import spectheory.lm as lm
+    import spectheory.report as report
+    from spectheory.lm import TraceSettings
+
+    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path / "cache"))
+    loads, seen = [], {}
+    model = SimpleNamespace(name="fake")
+    trace = SimpleNamespace(settings=TraceSettings(drafts=("ngram:3",)))
+
+    def fake_load(name):
+        loads.append(name)
+        return model
+
+    def fake_record(settings, loaded=None, progress=True):
+        seen["recorded_with"] = loaded
+        return trace
+
+    monkeypatch.setattr(lm, "load_model", fake_load)
+    monkeypatch.setattr(lm, "record_trace", fake_record)
+    monkeypatch.setitem(report.SECTIONS, "probe", lambda ctx, page: seen.update(papers=ctx.loaded))
+    settings = TraceSettings(drafts=("ngram:3",), prompts=(0,))
+    build_report(tmp_path / "a", sections=["probe"], progress=False, settings=settings)
+    assert loads == ["smollm2-135m-instruct"]
+    assert seen["recorded_with"] is model and seen["papers"] is model
+    # Cached: nothing is loaded up front (the papers load the model only if one needs it).
+    path = lm.cache_dir() / "traces" / f"{settings.key()}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    seen.clear()
+    build_report(tmp_path / "b", sections=["probe"], progress=False, settings=settings)
+    assert loads == ["smollm2-135m-instruct"]
+    assert seen["recorded_with"] is None and seen["papers"] is None
