@@ -222,3 +222,136 @@ def test_grouped_clock_update_equals_token_by_token(n):
         np.testing.assert_allclose(P2, P1, rtol=0, atol=1e-13)
         if scale_exp == 0:  # the update moved the law (the check is not vacuous)
             assert np.abs(P1 - start).max() > 1e-2
+
+
+# --- i.i.d.: the bucketed scan (_bound_kernels.iid_bucket_min) against the full sort ---
+
+
+def iid_set_value(p, q, members, n):
+    """p(H) + 1 - q(H)^n, with q(H) = 1 - (mass outside H) summed directly."""
+    out = np.ones(p.size, dtype=bool)
+    out[members] = False
+    lam = q[out].sum()
+    if lam >= 1.0:  # H holds no draft mass (a whole row may sum to 1 + 1 ulp)
+        return p[members].sum() + 1
+    return p[members].sum() + 1 - np.exp(n * np.log1p(-lam))
+
+
+def iid_edge_rows(kind, V, B, rng):
+    """Rows aimed at the i.i.d. bucket test: ratios on bucket edges, one-hot rows."""
+    if kind == "bucket_edge":  # every ratio p/q exactly (1 + k/64) 2^e: a bucket's lower edge
+        q = rng.dirichlet(np.ones(V), B)
+        k = rng.integers(0, 64, (B, V))
+        e = rng.integers(-6, 3, (B, V))
+        p = q * (1 + k / 64) * 2.0**e  # exact: a 7-bit factor and a power of 2
+        s = p.sum(axis=1, keepdims=True)
+        return p / s, q  # dividing every p by one constant keeps the ties among ratios
+    if kind == "onehot":
+        p = np.zeros((B, V))
+        p[np.arange(B), rng.integers(0, V, B)] = 1.0
+        q = rng.dirichlet(np.full(V, 0.3), B)
+        q[0] = p[0]
+        return p, q
+    return rows_of_kind(kind, V, B, rng)
+
+
+def _exact_prefix_sums(x):
+    """Prefix sums of float64 ``x`` (0..V terms), each exact then rounded once to float."""
+    one = 1 << 1074  # every float64 is an integer multiple of 2^-1074
+    acc, out = 0, [0.0]
+    for v in x.tolist():
+        num, den = v.as_integer_ratio()
+        acc += num * (one // den)
+        out.append(acc / one)  # int / int: correctly rounded
+    return np.array(out)
+
+
+def exact_sum_scan(p, q, n):
+    """Full-sort prefix scan of one row with exactly summed ``p(H_k)`` and outside mass.
+
+    The prefix sums and the outside masses ``1 - q(H_k)`` are exact sums rounded
+    once; ``q(H)^n = exp(n log1p(-outside))``: the oracle is accurate to a few
+    ulp, whatever the order of summation of the fast path.
+    """
+    order = stt.solvers.ratio_order(p[None], q[None])[0]
+    P = _exact_prefix_sums(p[order])
+    lam = _exact_prefix_sums(q[order][::-1])[::-1]  # draft mass after each prefix
+    safe = np.where(lam < 1.0, lam, 0.0)  # lam >= 1: q(H) = 0
+    power = np.where(lam < 1.0, np.exp(n * np.log1p(-safe)), 0.0)
+    return 1 + min(0.0, (P - power).min())
+
+
+IID_KINDS = (*KINDS, "bucket_edge", "onehot")
+# Both scans sum the same masses in different orders (V terms of at most 1):
+# the values agree to V ulp; 1e-12 covers V = 50k with margin.
+IID_AGREE = 1e-12
+
+
+@pytest.mark.parametrize("kind", IID_KINDS)
+@pytest.mark.parametrize("V", [5, 300, 50_000])
+def test_fast_iid_scan_equals_the_full_sort(kind, V):
+    from spectheory.solvers import _bound_kernels as bk
+    from spectheory.solvers.ot_dual import iid_reference
+
+    rng = np.random.default_rng([V, len(kind), 1])
+    B = {5: 40, 300: 12, 50_000: 3}[V]
+    p, q = iid_edge_rows(kind, V, B, rng)
+    for n in (1, 2, 3, 4, 8, 1000):
+        res = stt.solve_bound(p, q, n, "iid")
+        if n <= 8 and kind != "ties":
+            # (iid_reference raises the running sum to the power n: its rounding,
+            # V n ulp, exceeds 1e-12 on 50k equal masses and at n = 1000)
+            ref = iid_reference(p, q, n)[0]
+            np.testing.assert_allclose(res.value, ref, rtol=0, atol=IID_AGREE,
+                                       err_msg=f"{kind} n={n}")
+        fast = 1 + bk.iid_bucket_min(p, q, float(n), float(n))[0]  # on the same rows
+        for b in range(B):
+            want = exact_sum_scan(p[b], q[b], n)
+            assert abs(fast[b] - want) <= IID_AGREE, (kind, n, b, fast[b], want)
+        for b in range(B):  # the certificate attains the value
+            members = np.flatnonzero(res.certificate[b])
+            got = iid_set_value(p[b], q[b], members, n)
+            assert abs(got - res.value[b]) <= IID_AGREE, (kind, n, b, got, res.value[b])
+        # the serial and parallel kernels compute the same rows the same way
+        ser = bk._iid_bucket_serial(p, q, float(n), float(n))
+        par = bk._iid_bucket_parallel(p, q, float(n), float(n))
+        np.testing.assert_array_equal(ser[0], par[0])
+        np.testing.assert_array_equal(ser[1], par[1])
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_fast_iid_scan_equals_exact_enumeration(n):
+    # Every token set in Fractions (solve_bound method="enumerate") on small rows,
+    # including ties, zeros and ratios on bucket edges.
+    rng = np.random.default_rng(n)
+    for kind in IID_KINDS:
+        p, q = iid_edge_rows(kind, 6, 4, rng)
+        for b in range(4):
+            exact = stt.solve_bound(p[b], q[b], n, "iid", "enumerate").exact_value
+            assert abs(stt.bound(p[b], q[b], n, "iid") - float(exact)) <= 1e-14, (kind, b)
+
+
+def test_iid_bucket_index_equals_the_frexp_formula():
+    # The bit-pattern bucket against 2 + (e - emin) 64 + floor((m - 1/2) 128), r = m 2^e,
+    # at bucket edges, just below them, and across the exponent range.
+    import math
+
+    from spectheory.solvers import _bound_kernels as bk
+
+    @__import__("numba").njit
+    def bucket_of(r):
+        b = (bk._f64_bits(r) >> bk._IID_SHIFT) - bk._IID_BASE
+        return b, bk._bits_f64((b + bk._IID_BASE) << bk._IID_SHIFT)
+
+    emin = bk.IID_MIN_EXPONENT
+    rng = np.random.default_rng(0)
+    edges = [(1 + k / 64) * 2.0**e for k in range(64) for e in range(emin - 1, 12)]
+    rs = edges + [np.nextafter(r, 0) for r in edges] + list(10 ** rng.uniform(-17, 3, 2000))
+    for r in rs:
+        m, e = math.frexp(r)
+        want = 2 + (e - emin) * 64 + int((m - 0.5) * 128) if e >= emin else 1
+        got, lo_kernel = bucket_of(r)
+        assert (got if got >= 2 else 1) == want, r
+        if got >= 2:  # the bucket's lower edge from its index is at most r
+            lo = float(np.int64((got + bk._IID_BASE) << bk._IID_SHIFT).view(np.float64))
+            assert lo_kernel == lo <= r < lo * (1 + 1 / 64) * (1 + 1e-15)
