@@ -54,6 +54,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._bound_kernels import (
+    PARALLEL_MIN_WORK,
     WOR_STEP,
     _low_coefficients,
     _octave_powers,
@@ -66,7 +67,7 @@ __all__ = ["WOR_CUT_MARGIN", "WOR_PER_OCTAVE_BUCKETS", "wor_bucket_min"]
 
 #: Buckets per octave of ``p/q``: finer buckets make the per-bucket bound
 #: tighter (fewer buckets scanned token by token) at the cost of more integrals.
-WOR_PER_OCTAVE_BUCKETS = 8
+WOR_PER_OCTAVE_BUCKETS = 16
 #: Ratios below ``2**WOR_MIN_EXPONENT`` share one bucket.
 WOR_MIN_EXPONENT = -60
 #: Ratios above ``2**WOR_MAX_EXPONENT`` (and ``p / subnormal q = inf``) share the last bucket.
@@ -143,6 +144,24 @@ def _bucket_of(r, emin, per, last):
         return 1
     b = 2 + (e - emin) * per + int((m - 0.5) * 2.0 * per)
     return min(b, last)
+
+
+#: Slack on the bucket bound that uses two computed integrals (each within
+#: 1e-12 of Q, docs/theory.md §2.5(c)): a bucket is dropped only when its bound
+#: beats the best by more than this.
+WOR_BOUND_SLACK = 4e-12
+
+
+@njit(cache=True)
+def _bucket_floor(b, emin, per):
+    """A lower bound of ``p_j / q_j`` for every token of bucket ``b`` (exact edge, less 1e-15).
+
+    ``fl(p/q)`` at or above the edge puts the exact ratio at least ``edge / (1 + 2^-53)``.
+    """
+    if b < 2:
+        return 0.0
+    k = b - 2
+    return math.ldexp(0.5 + (k % per) / (2.0 * per), emin + k // per) * (1.0 - 1e-15)
 
 
 @njit(cache=True)
@@ -571,6 +590,7 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
     best_b = -1  # optimal prefix: buckets < best_b, plus all of best_b (best_inner < 0)
     best_inner = -1  # ... or its first best_inner + 1 tokens in ratio order
     support = 0
+    Qs_ub = 0.0  # an upper bound of Q at the start of the current bucket
     for bi in range(nb):
         if cnt[bi] == 0:
             continue
@@ -620,7 +640,11 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
                 best_b = bi
                 best_inner = -1
         if slot >= 0:
-            lb = Pstart[bi] + pmin[bi] - Qend
+            # An inner prefix adds draft mass d in (0, q(b)) and has P >= Pstart + r_lo d
+            # and Q <= min(Qend, Qs_ub + cut d) (the cut bound on inclusion
+            # probabilities, step 1): f >= Pstart - Qend + r_lo (Qend - Qs_ub) / cut.
+            gain = _bucket_floor(bi, emin, per) * max(0.0, Qend - Qs_ub) / cut - WOR_BOUND_SLACK
+            lb = Pstart[bi] - Qend + max(pmin[bi], gain)
             if lb < best:
                 pend_b[npend] = bi
                 pend_slot[npend] = slot
@@ -630,6 +654,7 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
                 npend += 1
             else:
                 free[slot] = True
+        Qs_ub = Qend if Qend >= 0.0 else _pow_complement(tail[bi], n)  # Q_wor <= q(H)^n
         # Forget pending buckets that the new best has overtaken.
         k2 = 0
         for k in range(npend):
@@ -688,8 +713,22 @@ def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, 
 
 
 @njit(cache=True, parallel=True)
+def _wor_bucket_parallel(p, q, n, t0, snapshots, best, cert, stats):
+    for b in prange(p.shape[0]):
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
+
+
+@njit(cache=True)
+def _wor_bucket_serial(p, q, n, t0, snapshots, best, cert, stats):
+    for b in range(p.shape[0]):
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
+
+
 def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     """min over ratio-order prefixes of ``p(H) - Q_wor(H)``, without sorting the vocabulary.
+
+    Rows run in parallel when the batch has at least
+    :data:`._bound_kernels.PARALLEL_MIN_WORK` entries (the same arithmetic either way).
 
     Parameters
     ----------
@@ -711,6 +750,6 @@ def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     best = np.zeros(B)
     cert = np.zeros((B, V), dtype=np.bool_)
     stats = np.zeros((B, 4), dtype=np.int64)
-    for b in prange(B):
-        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
+    kernel = _wor_bucket_parallel if p.size >= PARALLEL_MIN_WORK else _wor_bucket_serial
+    kernel(p, q, n, t0, snapshots, best, cert, stats)
     return best, cert, stats

@@ -355,3 +355,60 @@ def test_iid_bucket_index_equals_the_frexp_formula():
         if got >= 2:  # the bucket's lower edge from its index is at most r
             lo = float(np.int64((got + bk._IID_BASE) << bk._IID_SHIFT).view(np.float64))
             assert lo_kernel == lo <= r < lo * (1 + 1 / 64) * (1 + 1e-15)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_bucket_bound_holds_exactly_for_every_run_of_the_ratio_order(n):
+    # The pending-bucket test of _wor_bucket_row: for a run of consecutive tokens
+    # (in ratio order) with ratios >= r_lo, every prefix ending inside it has
+    # f >= P_start - Q_end + r_lo (Q_end - Q_start) / c.  Checked in Fractions
+    # (exact Q by enumeration) for every run below the cut c (from _cut, c(1 + 1e-9)).
+    rng = np.random.default_rng(10 + n)
+    V = 7
+    mark = np.zeros(V, dtype=bool)
+    checked = broken = 0
+    for rep in range(12):
+        q = rng.dirichlet(np.full(V, 0.5))
+        p = rng.dirichlet(np.full(V, 0.5))
+        if rep % 4 == 0:  # equal ratios inside runs
+            p = _norm(q * rng.integers(1, 3, V))
+        cut = Fraction(_wor_bucket._cut(q, n, mark))
+        qf = [Fraction(float(v)) for v in q]
+        pf = [Fraction(float(v)) for v in p]
+        qf = [v / sum(qf) for v in qf]
+        pf = [v / sum(pf) for v in pf]
+        law = ordered_draft_law(np.array(qf, dtype=object), n, "without_replacement")
+        order = sorted(range(V), key=lambda i: pf[i] / qf[i])
+        Q, P = [], []
+        for k in range(V + 1):
+            H = set(order[:k])
+            Q.append(sum((w for tup, w in law if set(tup) <= H), Fraction(0)))
+            P.append(sum((pf[i] for i in order[:k]), Fraction(0)))
+        for a in range(V):
+            for b in range(a + 1, V + 1):  # the run order[a:b]
+                if pf[order[b - 1]] >= cut * qf[order[b - 1]]:
+                    continue  # the kernel never scans tokens at or above the cut
+                r_lo = min(pf[i] / qf[i] for i in order[a:b])
+                gain = r_lo * max(Fraction(0), Q[b] - Q[a]) / cut
+                for k in range(a + 1, b):
+                    assert P[k] - Q[k] >= P[a] - Q[b] + gain, (rep, a, b, k)
+                    checked += 1
+                    # not vacuous: the bound with the cut divided by 4 fails somewhere
+                    broken += P[k] - Q[k] < P[a] - Q[b] + 4 * gain
+    assert checked > 100 and broken > 0, (checked, broken)
+
+
+def test_bucket_floor_is_below_every_ratio_of_its_bucket():
+    # _bucket_floor(b) <= p/q for every token the w/o-replacement scan puts in bucket b,
+    # and within one bucket width of it (the bound is not vacuous).
+    rng = np.random.default_rng(4)
+    per, emin = _wor_bucket.WOR_PER_OCTAVE_BUCKETS, _wor_bucket.WOR_MIN_EXPONENT
+    last = 2 + (40 - emin + 1) * per
+    edges = [(0.5 + k / (2 * per)) * 2.0**e for k in range(per) for e in range(emin, 40)]
+    rs = edges + [np.nextafter(r, np.inf) for r in edges] + list(10 ** rng.uniform(-20, 11, 3000))
+    for r in rs:
+        b = _wor_bucket._bucket_of(r, emin, per, last)
+        lo = _wor_bucket._bucket_floor(b, emin, per)
+        assert lo <= r, (r, b, lo)
+        if 2 <= b < last:
+            assert r < lo * (1 + 1 / per) * (1 + 1e-14), (r, b, lo)
