@@ -25,7 +25,14 @@ without the sort and with far fewer integrals:
    ends only.
 3. **Bounds.**  ``p(H)`` and ``Q(H)`` both increase along the order, so a
    prefix inside bucket ``b`` has
-   :math:`f \ge P_{\text{start}}(b) + \min_{j\in b} p_j - Q(\text{end of } b)`.
+   :math:`f \ge P_{\text{start}}(b) + \min_{j\in b} p_j - Q(\text{end of } b)`;
+   and, adding draft mass ``d`` inside the bucket, whose ratios are at least
+   its floor :math:`r_b`, it has :math:`P \ge P_{\text{start}} + r_b d` and
+   (step 1) :math:`Q \le \min(Q_{\text{end}}, Q_{\text{start}} + c d)`, so
+   :math:`f \ge P_{\text{start}} - Q_{\text{end}}
+   + r_b (Q_{\text{end}} - Q_{\text{start}}) / c` (``r_b < c`` below the
+   cut; :math:`Q_{\text{start}}` is the integral at the previous bucket end
+   or its upper bound :math:`q(H)^n`).
    A bucket whose bound beats the best value found is kept pending, with a
    snapshot of the state at its start, and dropped as soon as a later best
    overtakes its bound; the buckets still pending at the end are sorted and
