@@ -351,7 +351,7 @@ def _add_tokens(P, sub, c0, c1, q, scale, t, g_hi, n, A, Kd, xs, a, y, F, M, tp,
 
 @njit(cache=True)
 def _scan_sorted(sub, P0, g0, p, q, n, best, Pstart, support0, tail_b, scale, t, coef, h,
-                 A, Kd, bufs, snaps):
+                 A, Kd, bufs, snaps, cut):
     """Scan of one bucket's tokens ``sub`` (in ratio order) from the state ``P0``.
 
     The same scheme as the bucket level, one level down: chunks of
@@ -373,6 +373,7 @@ def _scan_sorted(sub, P0, g0, p, q, n, best, Pstart, support0, tail_b, scale, t,
     for k in range(m - 1, -1, -1):  # draft mass after position k inside the bucket
         rest[k] = acc
         acc += q[sub[k]]
+    Qc_ub = _pow_complement(tail_b + acc, n)  # Q at the bucket start is at most q(H)^n
     for j in range(n):
         for g in range(g0):
             P[j, g] = P0[j, g]
@@ -433,7 +434,11 @@ def _scan_sorted(sub, P0, g0, p, q, n, best, Pstart, support0, tail_b, scale, t,
                 best = pH - Q
                 inner = c1 - 1
         if slot >= 0:
-            lb = P_snap + pmin - Q
+            # The bucket-level bound (module docstring, step 3) with the chunk's
+            # floor: the ratio of its first token (sorted), less rounding.
+            r_lo = p[sub[c0]] / q[sub[c0]] * (1.0 - 1e-15)
+            gain = r_lo * max(0.0, Q - Qc_ub) / cut - WOR_BOUND_SLACK
+            lb = P_snap - Q + max(pmin, gain)
             if lb < best:
                 pend_c[npend] = c0
                 pend_slot[npend] = slot
@@ -444,6 +449,7 @@ def _scan_sorted(sub, P0, g0, p, q, n, best, Pstart, support0, tail_b, scale, t,
                 npend += 1
             else:
                 free[slot] = True
+        Qc_ub = Q if Q >= 0.0 else _pow_complement(lam_end, n)
         k2 = 0
         for k in range(npend):
             if pend_lb[k] < best:
@@ -613,7 +619,7 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
                 best, best_b, best_inner = _resolve(
                     0, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
                     best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs,
-                    snaps2)
+                    snaps2, cut)
                 for k in range(1, npend):
                     pend_b[k - 1] = pend_b[k]
                     pend_slot[k - 1] = pend_slot[k]
@@ -681,7 +687,7 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
             best, best_b, best_inner = _resolve(
                 k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
                 best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs,
-                snaps2)
+                snaps2, cut)
     # Certificate: buckets before best_b, and best_b whole or its first tokens in order.
     if best_b >= 0:
         for i in range(V):
@@ -701,7 +707,8 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
 
 @njit(cache=True)
 def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, q, n,
-             best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs, snaps2):
+             best, best_b, best_inner, Pstart, tail, scale, t, coef, h, A, Kd, bufs, snaps2,
+             cut):
     """Scan of pending bucket number ``k`` in ratio order; frees its snapshot."""
     bi = pend_b[k]
     s0, s1 = off[bi], off[bi + 1]
@@ -712,7 +719,7 @@ def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, 
     sub = sub[np.argsort(keys, kind="mergesort")]
     slot = pend_slot[k]
     new, inner = _scan_sorted(sub, snaps[slot], pend_g[k], p, q, n, best, Pstart[bi],
-                              pend_sup[k], tail[bi], scale, t, coef, h, A, Kd, bufs, snaps2)
+                              pend_sup[k], tail[bi], scale, t, coef, h, A, Kd, bufs, snaps2, cut)
     free[slot] = True
     if inner >= 0:
         return new, bi, inner
