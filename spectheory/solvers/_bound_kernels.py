@@ -166,6 +166,8 @@ def _iid_bucket_row(p, q, n, limit, cert):
     best_inner = -1  # ... or, if >= 0, buckets < best_b plus inner[:best_inner + 1]
     for b in range(nb):
         Pstart[b] = P
+        if cnt[b] == 0:
+            continue  # the same set as the boundary before: no new value
         P += bp[b]
         f = P - _pow_complement(tail[b], n)
         if f < best:
