@@ -17,8 +17,9 @@ trace is cached (``spectheory.lm``, ``traces/``), its target rows against its
 first early-exit draft at T = 1 and 0.7 (V = 49,152).
 
 Run: ``python benchmarks/bench_bound.py`` (``--quick`` for a smaller run).
-``bound`` runs its numba kernels on all cores (``NUMBA_NUM_THREADS``),
-``np.argsort`` on one.
+``bound`` runs its numba kernels on one core for batches below
+``PARALLEL_MIN_WORK`` (2^22 entries: every batch here) and on all cores
+(``NUMBA_NUM_THREADS``) above; ``np.argsort`` on one.
 """
 
 from __future__ import annotations
