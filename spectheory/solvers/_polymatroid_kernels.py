@@ -214,7 +214,12 @@ def _densities(ps, qs, R, nT, n):
     g = ps / qs
     ys = ps.copy()
     if nT > 0:
-        fT = 1.0 - R[nT] ** n
+        # f(T) = 1 - q(H*)^n as q(T) * sum_k q(H*)^k: no cancellation when q(T) is
+        # below the rounding of the row's sum (1 - R^n went negative there).
+        QT = 0.0
+        for t in range(nT):
+            QT += qs[t]
+        fT = QT * _chord(1.0, R[nT], n)
         suffix = np.zeros(nT + 1)
         for t in range(nT - 1, -1, -1):
             suffix[t] = suffix[t + 1] + ps[t]

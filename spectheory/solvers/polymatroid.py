@@ -239,7 +239,11 @@ def plan_python(p, q, n):
     rank[0] = rank[nT] = rank[m] = PERMANENT
     w_top, w_h = [1 + z], [1 + z]
     if nT:
-        fT = 1 - R[nT] ** n
+        # 1 - q(H*)^n = q(T) * sum_k q(H*)^k, without cancellation (the kernel's order).
+        QT = z
+        for t in range(nT):
+            QT = QT + q[order[t]]
+        fT = QT * chord_density(1 + z, R[nT], n)
         Pafter = z
         suffix = [z] * (nT + 1)
         for j in range(nT - 1, -1, -1):

@@ -136,7 +136,15 @@ def optimal_tables(p, q, n):
     suffix = torch.cat([suffix, torch.zeros((B, 1), dtype=p.dtype, device=dev)], dim=-1)
     Cq = torch.cumsum(qs, dim=-1)
     jj = j + 1  # jj = 1..V: c with the first jj tokens flat
-    c_all = ((1 - _ipow(RnT, n)) - suffix[:, 1:]) / torch.where(Cq > 0, Cq, torch.ones_like(Cq))
+    # f(T) = q(T) * sum_k q(H*)^k (Horner, the kernel's order): 1 - q(H*)^n cancels.
+    QT = Cq.gather(-1, (nT - 1).clamp_min(0))
+    chord = torch.ones_like(RnT)
+    rk = torch.ones_like(RnT)
+    for _ in range(n - 1):
+        rk = rk * RnT
+        chord = chord * 1.0 + rk
+    fT = QT * chord
+    c_all = (fT - suffix[:, 1:]) / torch.where(Cq > 0, Cq, torch.ones_like(Cq))
     g_next = torch.cat([g[:, 1:], torch.zeros((B, 1), dtype=p.dtype, device=dev)], dim=-1)
     stop = (jj == nT) | ((jj < nT) & (c_all >= g_next))
     kT = _first(stop)  # jj - 1 of the first stop (rows with n_top = 0: unused)

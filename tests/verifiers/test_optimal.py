@@ -182,6 +182,45 @@ def test_large_vocabulary_acceptance_equals_bound():
         np.testing.assert_allclose(pl.residual.sum(), 1.0, rtol=0, atol=1e-12)
 
 
+def _near_one_hot_row(V=4_000, seed=5):
+    """A peaked real-trace-like row: one token holds all but ~1e-13 of q, and ``q`` sums
+    to 1 + 1.5e-13 (inside the input tolerance). T (the high p/q tokens) has q(T) below
+    that rounding, so the naive ``1 - q(H*)^n`` is negative there."""
+    rng = np.random.default_rng(seed)
+    q = np.zeros(V)
+    q[1:] = 1e-16 * rng.random(V - 1)
+    q[0] = 1.0 - q[1:].sum() + 1.5e-13
+    p = np.zeros(V)
+    p[1:] = q[1:] * rng.uniform(0.0, 1.2, V - 1)
+    p[1:100] = q[1:100] * rng.uniform(30.0, 60.0, 99)  # the T tokens: p/q 30-60
+    p[0] = 1.0 - p[1:].sum()
+    return p, q
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_plan_when_draft_mass_of_T_is_below_rounding(n):
+    """Regression: the full report's replay crashed (ZeroDivisionError in the merge
+    sweep) on such a quant:Q4_0 row at T = 0.7: f(T) came out negative."""
+    import torch
+
+    from spectheory.solvers._polymatroid_kernels import row_tables
+    from spectheory.torch._optimal import optimal_tables
+
+    p, q = _near_one_hot_row()
+    order, nT, R, _g, y, _pos = row_tables(p, q, n)
+    assert nT > 0 and 1 - R[nT] ** n < 0  # the instance exercises the cancellation
+    pl = plan(p, q, n)
+    assert (pl.y >= 0).all() and (pl.w_top >= 0).all() and (pl.w_h >= 0).all()
+    np.testing.assert_allclose(pl.alpha, bound(p, q, n), rtol=0, atol=1e-12)
+    ref = plan_python(p, q, n)
+    np.testing.assert_array_equal(ref.y, pl.y)
+    tb = optimal_tables(torch.tensor(p)[None], torch.tensor(q)[None], n)
+    assert torch.equal(tb["y"][0], torch.tensor(pl.y))
+    # The T part's selection mass is f(T) = 1 - (1 - q(T))^n, in relative terms.
+    qT = q[order[:nT]].sum()
+    np.testing.assert_allclose(y[order[:nT]].sum(), -np.expm1(n * np.log1p(-qT)), rtol=1e-9)
+
+
 def test_one_position_fast_path_matches_the_reference():
     """The hull form (no merge sweep) against the coins reference on the same uniforms."""
     from spectheory.sim._optimal_kernel import optimal_token
