@@ -49,13 +49,13 @@ def add_parser(subparsers):
 
 
 def run_record(args) -> int:
-    from ..lm import cache_dir, record_trace
+    from ..lm import record_trace, trace_cache_path
 
     settings = trace_settings(args)
     t0 = time.perf_counter()
     trace = record_trace(settings, cache=not args.no_cache, progress=not args.quiet)
     seconds = time.perf_counter() - t0
-    path = cache_dir() / "traces" / f"{settings.key()}.safetensors"
+    path = trace_cache_path(settings.key())
     if args.out:
         path = trace.save(args.out)
     elif args.no_cache:

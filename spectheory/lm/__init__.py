@@ -44,6 +44,7 @@ from .trace import (
     load_arrays,
     load_trace,
     record_trace,
+    trace_cache_path,
 )
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "shard_trace",
     "smollm2_gguf_path",
     "teacher_states",
+    "trace_cache_path",
     "train_adapter",
     "weights_fingerprint",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "load_arrays",
     "load_trace",
     "record_trace",
+    "trace_cache_path",
 ]
 
 #: Version of the file layout; part of the cache key.
@@ -481,6 +482,15 @@ def _progress(iterable, enabled, total):
     return tqdm(iterable, total=total, desc="recording trace", unit="prompt", file=sys.stderr)
 
 
+def trace_cache_path(key: str):
+    """Where :func:`record_trace` caches the trace of cache key ``key`` (may not exist yet).
+
+    >>> trace_cache_path("0123").name
+    '0123.safetensors'
+    """
+    return cache_dir() / "traces" / f"{key}.safetensors"
+
+
 def record_trace(
     settings: TraceSettings | None = None,
     *,
@@ -553,7 +563,7 @@ def record_trace(
             f"settings.model {settings.model!r} is a model object in memory: pass it as loaded="
         )
     key = settings.key(loaded)
-    path = cache_dir() / "traces" / f"{key}.safetensors"
+    path = trace_cache_path(key)
     if cache and path.is_file():
         try:
             trace = load_trace(path)

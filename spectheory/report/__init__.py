@@ -109,9 +109,9 @@ def _load() -> list:
 
 def _trace_cached(key: str) -> bool:
     """Whether the trace cache holds a trace under ``key`` (the file record_trace reuses)."""
-    from ..lm import cache_dir
+    from ..lm import trace_cache_path
 
-    return (cache_dir() / "traces" / f"{key}.safetensors").is_file()
+    return trace_cache_path(key).is_file()
 
 
 def _quick_settings():
