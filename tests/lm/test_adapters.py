@@ -16,12 +16,6 @@ TINY = CorpusSettings(max_len=64, doc_sequences=6, samples_per_prompt=0)
 LAYER = 4
 
 
-@pytest.fixture()
-def tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def tiny(smol):
     corpus = build_corpus(smol, TINY, cache=False)

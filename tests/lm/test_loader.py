@@ -37,12 +37,6 @@ def gpt2(gpt2_folder):
     return lm.load_model(str(gpt2_folder))
 
 
-@pytest.fixture()
-def tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path))
-    return tmp_path
-
-
 def test_another_loaded_model_is_refused_not_served_the_cache(smol, gpt2, tmp_cache):
     small = lm.TraceSettings(drafts=("exit:10",), **SETTINGS)
     lm.record_trace(small, loaded=smol, progress=False)  # fills the cache for SmolLM2

@@ -11,12 +11,6 @@ import spectheory.lm as lm
 from spectheory.lm import quantised as Q
 
 
-@pytest.fixture()
-def tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def q4(smol):
     return Q.quantised_model(smol, "Q4_0")

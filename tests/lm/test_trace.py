@@ -12,13 +12,6 @@ import spectheory as stt
 import spectheory.lm as lm
 from spectheory.lm import trace as trace_mod
 
-
-@pytest.fixture()
-def tmp_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECTHEORY_CACHE_DIR", str(tmp_path))
-    return tmp_path
-
-
 SMALL = lm.TraceSettings(
     prompts=(3, 12), max_new_tokens=5, drafts=("exit:10", "exit:29", "ngram:3")
 )
