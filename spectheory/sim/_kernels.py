@@ -92,6 +92,7 @@ from numba import njit, prange
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
 from ..drafting import greedy_split
+from ..solvers._bound_kernels import PARALLEL_MIN_WORK
 from ..verifiers._ops import normalise_or, positive_part, residual
 from ..verifiers._registry import builtin_names, get_verifier
 from ..verifiers.kseq import kseq_rho
@@ -568,47 +569,109 @@ def _k_nss(p, cum, drafts, u, out):
 
 
 @njit(cache=True)
-def _rrs_wor_trial(p, q, d, u, r, qc, v):
-    """Exact replica of ``verifiers.rrs_wor`` on one trial (scratch ``r``, ``qc``, ``v``)."""
+def _rrs_wor_step(R, QC, k, x, v):
+    """State ``k`` from state ``k - 1`` after rejecting draft ``x`` (as ``verifiers.rrs_wor``).
+
+    ``R[k]`` is ``norm((R[k-1] - QC[k-1])_+)`` (``R[k-1]`` when that is all
+    zero) and ``QC[k]`` is ``QC[k-1]`` without ``x``, renormalised (unchanged
+    when nothing is left); the sums are numpy's pairwise sums, so the states
+    are bit-identical to the reference's.
+    """
+    V = R.shape[1]
+    for i in range(V):
+        v[i] = max(R[k - 1, i] - QC[k - 1, i], 0.0)
+    tot = _np_sum(v)
+    if tot > 0:
+        for i in range(V):
+            R[k, i] = v[i] / tot
+    else:
+        for i in range(V):
+            R[k, i] = R[k - 1, i]
+    for i in range(V):
+        QC[k, i] = QC[k - 1, i]
+    old = QC[k, x]
+    QC[k, x] = 0.0
+    tot = _np_sum(QC[k])
+    if tot > 0:
+        for i in range(V):
+            QC[k, i] = QC[k, i] / tot
+    else:
+        QC[k, x] = old
+
+
+@njit(cache=True)
+def _rrs_wor_row(p, q, drafts, u, order, out, R, QC, v):
+    """RRS without replacement on one row's trials, sharing the states of common draft prefixes.
+
+    The state before draft ``k`` (residual target ``R[k]``, renormalised draft
+    ``QC[k]``) depends only on the drafts ``0..k-1``.  Trials are visited in
+    the lexicographic order of their drafts (``order``), so a trial recomputes
+    only the states past its common prefix with the previous trial, and only
+    as far as it is rejected: O(V) per distinct rejected prefix instead of
+    O(nV) per trial.  The token of each trial is that of the per-trial replica.
+    """
+    T, n = drafts.shape
     V = p.shape[0]
     for i in range(V):
-        r[i] = p[i]
-        qc[i] = q[i]
-    for k in range(d.shape[0]):
-        x = d[k]
-        if u[k] < _accept(r[x], qc[x]):
-            return x
-        for i in range(V):
-            v[i] = max(r[i] - qc[i], 0.0)
-        tot = _np_sum(v)
-        if tot > 0:
-            for i in range(V):
-                r[i] = v[i] / tot
-        old = qc[x]
-        qc[x] = 0.0
-        tot = _np_sum(qc)
-        if tot > 0:
-            for i in range(V):
-                qc[i] = qc[i] / tot
-        else:
-            qc[x] = old
-    return _inverse_cdf(u[d.shape[0]], r)
+        R[0, i] = p[i]
+        QC[0, i] = q[i]
+    valid = 0  # states 0..valid hold the previous trial's prefix
+    prev = -1
+    for j in range(T):
+        t = order[j]
+        if prev >= 0:
+            common = 0
+            while common < n and drafts[t, common] == drafts[prev, common]:
+                common += 1
+            valid = min(valid, common)
+        y = -1
+        for k in range(n):
+            if k > valid:
+                _rrs_wor_step(R, QC, k, drafts[t, k - 1], v)
+                valid = k
+            x = drafts[t, k]
+            if u[t, k] < _accept(R[k, x], QC[k, x]):
+                y = x
+                break
+        if y < 0:
+            if n > valid:
+                _rrs_wor_step(R, QC, n, drafts[t, n - 1], v)
+                valid = n
+            y = _inverse_cdf(u[t, n], R[n])
+        out[t] = y
+        prev = t
+
+
+@njit(cache=True)
+def _rrs_wor_rows(p, q, drafts, u, order, out, lo, hi):
+    """Rows ``lo..hi-1`` of :func:`_k_rrs_wor`, with one set of scratch states."""
+    V = p.shape[1]
+    n = drafts.shape[2]
+    R = np.empty((n + 1, V))
+    QC = np.empty((n + 1, V))
+    v = np.empty(V)
+    for b in range(lo, hi):
+        _rrs_wor_row(p[b], q[b], drafts[b], u[b], order[b], out[b], R, QC, v)
 
 
 @njit(cache=True, parallel=True)
+def _k_rrs_wor_parallel(p, q, drafts, u, order, out):
+    B = p.shape[0]
+    for b in prange(B):
+        _rrs_wor_rows(p, q, drafts, u, order, out, b, b + 1)
+
+
 def _k_rrs_wor(p, q, drafts, u, out):
-    B, T, _ = drafts.shape
-    V = p.shape[1]
-    total = B * T
-    chunks = (total + _CHUNK - 1) // _CHUNK
-    for c in prange(chunks):
-        r = np.empty(V)
-        qc = np.empty(V)
-        v = np.empty(V)
-        for bt in range(c * _CHUNK, min(total, (c + 1) * _CHUNK)):
-            b = bt // T
-            t = bt % T
-            out[b, t] = _rrs_wor_trial(p[b], q[b], drafts[b, t], u[b, t], r, qc, v)
+    """RRS without replacement on (B, T) trials; rows in parallel from ``PARALLEL_MIN_WORK``."""
+    B, T, n = drafts.shape
+    # Lexicographic order of each row's draft tuples (first draft most significant).
+    keys = [drafts[:, :, k].ravel() for k in range(n - 1, -1, -1)]
+    keys.append(np.repeat(np.arange(B), T))
+    order = (np.lexsort(keys).reshape(B, T) % T).astype(np.int64)
+    if B > 1 and B * (n + 1) * p.shape[1] >= PARALLEL_MIN_WORK:
+        _k_rrs_wor_parallel(p, q, drafts, u, order, out)
+    else:
+        _rrs_wor_rows(p, q, drafts, u, order, out, 0, B)
 
 
 # --------------------------------------------------------------------------- front

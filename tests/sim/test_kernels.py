@@ -300,3 +300,18 @@ def test_simulate_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match) as info:
         simulate(**args)
     assert isinstance(info.value, InvalidParameterError) or "shape" in match
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_rrs_wor_shared_prefixes_replay_reference(monkeypatch, parallel):
+    """RRS w/o replacement reuses the states of common draft prefixes: many trials on few
+    tokens repeat every prefix depth (and whole draft tuples), in both the serial and the
+    row-parallel path; every token must still equal the reference verifier's."""
+    if parallel:
+        monkeypatch.setattr(K, "PARALLEL_MIN_WORK", 0)
+    rng = np.random.default_rng(31)
+    p = rng.dirichlet(np.ones(6), size=3)
+    q = rng.dirichlet(np.full(6, 0.5), size=3)
+    q[2] = [0.55, 0.3, 0.1, 0.04, 0.01, 0.0]  # a peaked row: long shared prefixes
+    for n in (1, 2, 3, 5):
+        assert_replay("rrs_wor", "without_replacement", p, q, n, trials=300, seed=n)
