@@ -93,6 +93,18 @@ def _pit_before(p):
     return before
 
 
+def _target_rows(trace, loc, temperature, cache):
+    """The target's rows at ``loc`` and their PIT offsets, from ``cache`` when there."""
+    key = (float(temperature), loc.tobytes())
+    if cache is not None and key in cache:
+        return cache[key]
+    p = process_logits(trace.target_logits[loc].astype(np.float64), temperature)
+    out = (p, _pit_before(p))
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
 def _simulate_rows(v, p, q, n, sampling, T, streams):
     """``simulate`` on rows whose randomness comes from one stream per row.
 
@@ -125,7 +137,7 @@ def _simulate_rows(v, p, q, n, sampling, T, streams):
 
 def config_rows(
     trace, positions, *, start, draft, temperature, n, sampling, verifiers, trials, seed, chunk,
-    extra=None,
+    extra=None, target_cache=None,
 ) -> list[dict]:  # fmt: skip
     """Table rows of one configuration: every verifier (in order), then every position.
 
@@ -146,6 +158,10 @@ def config_rows(
         change the result: every position has its own streams).
     extra : dict, optional
         Columns added to every row (a sweep's ``shard``).
+    target_cache : dict, optional
+        Filled and read with the target's rows and PIT offsets per
+        (temperature, positions): they do not depend on the draft, ``n`` or
+        the law, so :func:`replay` shares them across its configurations.
 
     Returns
     -------
@@ -157,14 +173,13 @@ def config_rows(
     extra = extra or {}
     for c0 in range(0, positions.size, chunk):
         loc = positions[c0 : c0 + chunk]
-        p = process_logits(trace.target_logits[loc].astype(np.float64), temperature)
+        p, before = _target_rows(trace, loc, temperature, target_cache)
         q = process_logits(trace.draft_logits(draft, loc), temperature)
         if sampling != "iid":
             ok = np.count_nonzero(q, axis=1) >= n
-            p, q, loc = p[ok], q[ok], loc[ok]
+            p, q, loc, before = p[ok], q[ok], loc[ok], before[ok]
         if loc.size == 0:
             continue
-        before = _pit_before(p)
         bounds = np.atleast_1d(solve_bound(p, q, n, sampling).value)
         for v in verifiers:
             streams = [
@@ -283,6 +298,7 @@ def replay(
                 f"rows must be positions in [0, {trace.num_positions}); got {idx[0]}..{idx[-1]}"
             )
     out = []
+    target_cache: dict = {}  # per (temperature, chunk): shared by every draft, n and law
     for draft in drafts:
         for temp in temperatures:
             if progress:
@@ -295,7 +311,7 @@ def replay(
                     piece = config_rows(
                         trace, idx, start=0, draft=draft, temperature=temp, n=n,
                         sampling=sampling, verifiers=applicable, trials=trials,
-                        seed=int(seed), chunk=chunk,
+                        seed=int(seed), chunk=chunk, target_cache=target_cache,
                     )  # fmt: skip
                     out.extend(piece)
     return out
