@@ -30,6 +30,9 @@ def add_parser(subparsers):
     r.add_argument("--trace", type=existing_path, default="",
                    help="your own trace file (spectheory trace record, or Trace.from_arrays("
                         "...).save): the report runs on it without loading any model")  # fmt: skip
+    r.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="processes: with 2 or more the papers run in a second process beside "
+                        "the replay and the checks (default 2 where there are 2 cores or more)")
     add_recording_options(r)
     r.set_defaults(run=run)
     return r
@@ -37,15 +40,18 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from ..report import build_report
+    from ..report._core import _cores
 
     if args.trace:
         reject_with_trace(args)
     settings = trace_settings(args) if any(f in vars(args) for f in FIELDS) else None
     if settings is not None:
         log.info(f"report on model {settings.model}, drafts {', '.join(settings.drafts)}")
+    jobs = args.jobs if args.jobs is not None else min(2, _cores())
     res = build_report(args.out, quick=args.quick, sections=args.sections,
                        progress=not args.quiet, settings=settings,
-                       verifiers=tuple(args.verifier), trace=args.trace or None)  # fmt: skip
+                       verifiers=tuple(args.verifier), trace=args.trace or None,
+                       jobs=jobs)  # fmt: skip
     print(f"report: {res.html} ({res.seconds:.0f} s); tables and summary.json in {res.html.parent}")
     if args.trace:
         print(f"trace: {args.trace} (model {res.summary['trace_file']['model']})")

@@ -111,6 +111,11 @@ class Page:
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
         self._blocks.append(f'<figure><img src="data:image/png;base64,{b64}" alt="">{cap}</figure>')
 
+    def extend(self, other: Page) -> None:
+        """Append ``other``'s blocks and table-of-contents entries (a section built elsewhere)."""
+        self._toc.extend(other._toc)
+        self._blocks.extend(other._blocks)
+
     def html(self) -> str:
         toc = "".join(f'<li><a href="#{a}">{html.escape(t)}</a></li>' for a, t in self._toc)
         return (

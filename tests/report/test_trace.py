@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -82,3 +83,33 @@ def test_trace_and_settings_together_are_refused(trace_file, tmp_path):
     with pytest.raises(stt.InvalidParameterError, match="settings or trace, not both"):
         build_report(tmp_path, sections=["setup"], progress=False, trace=str(trace_file),
                      settings=TraceSettings())  # fmt: skip
+
+
+def test_a_section_in_a_second_process_gives_the_same_report(trace_file, tmp_path, monkeypatch):
+    """``jobs=2`` runs the background sections in a spawned process: same summary and blocks.
+
+    The papers are the section that runs there in practice; the losslessness checks stand in
+    for them here (the same mechanism, seconds instead of minutes on this trace).
+    """
+    import spectheory.report as report
+
+    monkeypatch.setattr(report, "BACKGROUND_SECTIONS", ("lossless",))
+    runs = {}
+    for jobs in (1, 2):
+        res = build_report(tmp_path / str(jobs), sections=["setup", "lossless"], progress=False,
+                           trace=str(trace_file), jobs=jobs)  # fmt: skip
+        html = res.html.read_text()
+        part = html[html.index('id="lossless"') : html.index('id="time"')]
+        # every cell but the last number of each row (the check's seconds) must agree
+        timing = r"<td>[0-9.e+-]+</td>(<td class=\"(pass|fail)\">)"
+        runs[jobs] = (res.summary, re.sub(timing, r"\1", part))
+    assert runs[2][0]["lossless"] == runs[1][0]["lossless"]
+    assert runs[2][1] == runs[1][1]
+    assert "ran in a second process" in (tmp_path / "2" / "report.html").read_text()
+    assert "ran in a second process" not in (tmp_path / "1" / "report.html").read_text()
+    assert runs[2][0]["ok"] and runs[2][0]["cpu_seconds"]["lossless"] > 0
+
+
+def test_jobs_must_be_a_positive_integer(trace_file, tmp_path):
+    with pytest.raises(ValueError, match="jobs"):
+        build_report(tmp_path, sections=["setup"], progress=False, trace=str(trace_file), jobs=0)
