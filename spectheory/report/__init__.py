@@ -116,16 +116,21 @@ def _trace_cached(key: str) -> bool:
     return trace_cache_path(key).is_file()
 
 
-def _start_background(names, ctx, jobs, trace, key) -> dict:
+def _start_background(names, ctx, jobs, trace, key, *, own_default_model) -> dict:
     """Start :data:`BACKGROUND_SECTIONS` in second processes when ``jobs`` allows; name -> job.
 
-    Needs the trace's file (the user's path, or the cache's for ``key``), no
-    model in this process and another section to run beside it.
+    Needs the trace's file (the user's path, or the cache's for ``key``) and
+    another section to run beside it.  The child loads the default model
+    itself when a paper needs one, so a model in this process is allowed only
+    when this function loaded it (to record the trace) and it is the default
+    model (``own_default_model``): a caller's own model stays in this process.
     """
     from ..lm import trace_cache_path
 
     names_bg = [s for s in names if s in BACKGROUND_SECTIONS]
-    if jobs < 2 or not names_bg or len(names_bg) == len(names) or ctx.loaded is not None:
+    if jobs < 2 or not names_bg or len(names_bg) == len(names):
+        return {}
+    if ctx.loaded is not None and not own_default_model:
         return {}
     if trace is not None:
         if not isinstance(trace, str | Path):
@@ -193,8 +198,9 @@ def build_report(
         (spawned) process beside the replay and the checks, each process on
         one thread (:mod:`._background`): the same report in about the time
         of the longer of the two on 2 cores.  Only when the trace has a file
-        (cached, or ``trace`` given as a path) and no model is loaded in this
-        process (``loaded``, or a trace recorded now); otherwise serial.  The
+        (cached, just recorded, or ``trace`` given as a path) and no model
+        was given (``loaded``): the second process loads the default model
+        itself when a paper needs it; otherwise serial.  The
         child is spawned, so a script that calls this with ``jobs >= 2`` must
         do so under ``if __name__ == "__main__":`` (the ``spectheory report``
         command does; its ``--jobs`` defaults to 2 on 2 cores or more).
@@ -220,6 +226,7 @@ def build_report(
     ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded,
                         verifiers=tuple(resolve_verifier(v) for v in verifiers))  # fmt: skip
     t0, c_trace = time.perf_counter(), time.process_time()
+    loaded_here = False
     if trace is not None:  # the researcher's own trace: no model is loaded or recorded
         from ..lm import Trace, load_trace
 
@@ -235,7 +242,8 @@ def build_report(
         key = settings.key(loaded)
         ctx.say(f"trace {key} of model {settings.model} (recorded once, then "
                 f"reused from the cache)")  # fmt: skip
-        if loaded is None and not _trace_cached(key):
+        loaded_here = loaded is None and not _trace_cached(key)
+        if loaded_here:
             # Recording loads the model anyway: load it here once, so that the papers
             # that run it reuse it instead of loading it a second time (tens of seconds).
             from ..lm import load_model
@@ -246,7 +254,12 @@ def build_report(
     title = "SmolLM2-135M-Instruct" if settings.model == "smollm2-135m-instruct" else settings.model
     page = Page(f"spectheory report: speculative decoding on {title}")
     cpu["trace"] = time.process_time() - c_trace
-    background = _start_background(names, ctx, jobs, trace, key if trace is None else None)
+    from ..lm import SMOLLM2
+
+    background = _start_background(
+        names, ctx, jobs, trace, key if trace is None else None,
+        own_default_model=loaded_here and settings.model == SMOLLM2,
+    )  # fmt: skip
     parallel = bool(background)
     child_cpu = 0.0
     try:
