@@ -191,6 +191,27 @@ def test_cuda_equals_cpu():
         np.testing.assert_allclose(gpu.numpy(), cpu.numpy(), rtol=0, atol=1e-11)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("V", [49_152, 151_936])
+def test_cuda_full_vocabulary_value_and_gradient_equal_cpu(V):
+    """Value and the draft-logit gradient at full vocabulary, CUDA against CPU (float64)."""
+    rng = np.random.default_rng(V)
+    z = 3.0 * rng.standard_normal((4, V))
+    p = torch.from_numpy(_softmax(z))
+    logits = torch.from_numpy(z + rng.standard_normal((4, V)))
+    for sampling, n in itertools.product(LAWS, (2, 4, 8)):
+        out = []
+        for device in ("cpu", "cuda"):
+            x = logits.to(device).requires_grad_(True)
+            a = bound(p.to(device), torch.softmax(x, -1), n, sampling)
+            a.sum().backward()
+            out.append((a.detach().cpu().numpy(), x.grad.cpu().numpy()))
+        (a_cpu, g_cpu), (a_gpu, g_gpu) = out
+        np.testing.assert_allclose(a_gpu, a_cpu, rtol=0, atol=1e-11)
+        np.testing.assert_allclose(g_gpu, g_cpu, rtol=0, atol=1e-11)
+
+
 def test_readme_example_runs():
     import pathlib
     import re
