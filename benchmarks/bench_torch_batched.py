@@ -98,7 +98,8 @@ def main(argv=None):
     name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
     print(f"device: {name}; torch {torch.__version__}; threads {torch.get_num_threads()}")
     timer = _timer(device)
-    print(f"{'B':>4} {'V':>7} {'n':>2} {'path':<14} {'ms/batch':>10} {'us/row':>9} {'x argsort':>9}")
+    head = ("B", "V", "n", "path", "ms/batch", "us/row", "x argsort")
+    print("{:>4} {:>7} {:>2} {:<14} {:>10} {:>9} {:>9}".format(*head))
     for V in args.vocab:
         for B in args.batch:
             p, q = _rows(B, V, device, seed=V + B)
