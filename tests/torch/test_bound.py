@@ -203,7 +203,7 @@ def test_cuda_full_vocabulary_value_and_gradient_equal_cpu(V):
     for sampling, n in itertools.product(LAWS, (2, 4, 8)):
         out = []
         for device in ("cpu", "cuda"):
-            x = logits.to(device).requires_grad_(True)
+            x = logits.to(device).detach().clone().requires_grad_(True)
             a = bound(p.to(device), torch.softmax(x, -1), n, sampling)
             a.sum().backward()
             out.append((a.detach().cpu().numpy(), x.grad.cpu().numpy()))
