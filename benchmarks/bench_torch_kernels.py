@@ -127,7 +127,7 @@ def run_chain(Bs, Vs, gammas, device, repeats, ref_rows):
             for B in Bs:
                 p, q, x, u = chain_inputs(B, gamma, V, device)
                 call = partial(chain_speculative_sampling, p, q, x, uniforms=u, validate=False)
-                head = f"chain  V={V:>7} gamma={gamma} B={B:>4}"
+                head = f"chain    V={V:>7} gamma={gamma} B={B:>4}"
                 if device.type == "cuda":
                     t_f = time_cuda(partial(call, backend="triton"), repeats)
                     t_t = time_cuda(partial(call, backend="torch"), repeats)
@@ -170,7 +170,7 @@ def run_rrs(Bs, Vs, n, device, repeats, ref_rows, samplings=("iid", "without_rep
                     recursive_rejection_sampling, p, q, d, sampling=sampling, uniforms=u,
                     validate=False,
                 )  # fmt: skip
-                head = f"{name:<7}V={V:>7} n={n}     B={B:>4}"
+                head = f"{name:<8}V={V:>7} n={n}     B={B:>4}"
                 if device.type == "cuda":
                     t_f = time_cuda(partial(call, backend="triton"), repeats)
                     t_t = time_cuda(partial(call, backend="torch"), repeats)
