@@ -86,6 +86,7 @@ from .._validate import check_choice, check_positive_int
 from ..coins import RandomCoins
 from ..distributions import _check_settings, process_logits
 from ..drafting import sample_drafts
+from ..lm._kv import cache_kwargs
 from ..verifiers._api import check_verifier_law
 from ..verifiers._registry import REGISTRY
 from ._draft import make_draft
@@ -366,7 +367,8 @@ class _Run:
             return
         ids = self._tensor([head])
         t0 = time.perf_counter()
-        self.model(input_ids=ids, past_key_values=self.tcache, use_cache=True, logits_to_keep=1)
+        kv = cache_kwargs(self.model, self.tcache)
+        self.model(input_ids=ids, **kv, use_cache=True, logits_to_keep=1)
         if self.draft is not None:
             self.draft(ids, self.dcache)
             self.dlen = len(head)
@@ -444,7 +446,8 @@ class _Run:
         inp = np.concatenate([np.full((n, 1), self.ctx[-1], dtype=np.int64), toks], axis=1)
         t0 = time.perf_counter()
         ids = torch.as_tensor(inp)
-        logits = self.model(input_ids=ids, past_key_values=self.tcache, use_cache=True).logits
+        kv = cache_kwargs(self.model, self.tcache)
+        logits = self.model(input_ids=ids, **kv, use_cache=True).logits
         self.t["target"] += time.perf_counter() - t0
         self.target_calls += 1
 

@@ -40,6 +40,7 @@ import numpy as np
 from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._validate import check_positive_int
+from ._kv import cache_kwargs, cache_of
 from .prompts import PROMPTS
 
 __all__ = [
@@ -345,10 +346,10 @@ def _sample_continuations(loaded, settings, progress):
                     input_ids=inp,
                     attention_mask=mask,
                     position_ids=pos,
-                    past_key_values=past,
+                    **cache_kwargs(model, past),
                     use_cache=True,
                 )
-                past = o.past_key_values
+                past = cache_of(o)
                 probs = torch.softmax(o.logits[:, -1].float() / temps, dim=-1)
                 nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
                 for i in range(len(chunk)):

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
+from ._kv import cache_kwargs, cache_of
 from .adapters import Adapter
 from .quantised import quantised_model
 
@@ -190,10 +191,10 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
         for _ in range(max_new_tokens):
             pos = (mask.cumsum(-1) - 1).clamp(min=0)[:, -inp.shape[1] :]
             o = model(
-                input_ids=inp, attention_mask=mask, position_ids=pos, past_key_values=past,
+                input_ids=inp, attention_mask=mask, position_ids=pos, **cache_kwargs(model, past),
                 use_cache=True,
             )  # fmt: skip
-            past = o.past_key_values
+            past = cache_of(o)
             z = o.logits[:, -1].double()
             if T == 0:
                 nxt = z.argmax(-1)

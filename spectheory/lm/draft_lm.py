@@ -10,6 +10,7 @@ same number of output logits; otherwise :meth:`DraftLM.load` refuses it.
 from __future__ import annotations
 
 from .._errors import ShapeMismatchError
+from ._kv import cache_kwargs, cache_of
 
 __all__ = ["DraftLM", "check_same_vocabulary"]
 
@@ -66,6 +67,7 @@ class DraftLM:
         import torch
 
         with torch.no_grad():
-            out = self.loaded.model(input_ids=input_ids, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
+            kv = cache_kwargs(self.loaded.model, self.past)
+            out = self.loaded.model(input_ids=input_ids, **kv, use_cache=True)
+        self.past = cache_of(out)
         return out.logits[0, -1]

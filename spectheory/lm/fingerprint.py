@@ -118,4 +118,3 @@ def weights_fingerprint(model, tokenizer=None) -> str:
     if tokenizer is not None:
         h.update(tokenizer_fingerprint(tokenizer).encode())
     return h.hexdigest()
-

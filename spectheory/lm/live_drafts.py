@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .._errors import InvalidParameterError
+from ._kv import cache_kwargs
 
 __all__ = ["AdapterDraft", "EarlyExitDraft", "LiveDraft", "ModelDraft"]
 
@@ -100,7 +101,8 @@ class EarlyExitDraft:
 
     def __call__(self, input_ids, cache):
         """Logits ``(B, V)`` of the token after ``input_ids`` ``(B, k)``; extends ``cache``."""
-        out = self.net(input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        kv = cache_kwargs(self.net, cache)
+        out = self.net(input_ids=input_ids, **kv, use_cache=True, logits_to_keep=1)
         return out.logits[:, -1]
 
     def __repr__(self):
@@ -184,7 +186,8 @@ class AdapterDraft:
         import torch
 
         start = cache.get_seq_length()
-        out = self.trunk(input_ids=input_ids, past_key_values=cache.trunk, use_cache=True)
+        kv = cache_kwargs(self.trunk, cache.trunk)
+        out = self.trunk(input_ids=input_ids, **kv, use_cache=True)
         k = input_ids.shape[1]
         pos = torch.arange(start, start + k)[None].expand(input_ids.shape[0], -1)
         z = self.adapter.subset_logits(out.last_hidden_state, pos, cache.adapter)[:, -1]
@@ -226,7 +229,7 @@ class ModelDraft:
         import torch
 
         with torch.no_grad():
-            out = self.net(input_ids=input_ids, past_key_values=cache, use_cache=True)
+            out = self.net(input_ids=input_ids, **cache_kwargs(self.net, cache), use_cache=True)
         return out.logits[:, -1]
 
     def __repr__(self) -> str:

@@ -26,6 +26,8 @@ import copy
 
 import numpy as np
 
+from ._kv import cache_kwargs, cache_of
+
 __all__ = ["AdapterPathDraft", "ExitPathDraft", "ModelPathDraft", "NgramPathDraft"]
 
 
@@ -103,7 +105,7 @@ class ModelPathDraft:
 
         with torch.no_grad():
             own = self.net(input_ids=torch.as_tensor(np.asarray(context))[None], use_cache=True)
-        self.past = own.past_key_values
+        self.past = cache_of(own)
         return _np(own.logits[0, -1])
 
     def extend(self, path, out):
@@ -112,7 +114,7 @@ class ModelPathDraft:
         with torch.no_grad():
             own = self.net(
                 input_ids=torch.tensor([list(path)], dtype=torch.long),
-                past_key_values=copy.deepcopy(self.past),  # the context's cache stays intact
+                **cache_kwargs(self.net, copy.deepcopy(self.past)),  # the context's stays intact
                 use_cache=True,
             )
         return _np(own.logits[0])

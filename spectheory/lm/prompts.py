@@ -157,11 +157,15 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         if not isinstance(category, str):
             raise InvalidParameterError(f"{where}: category must be a string; got {category!r}")
         if keys[0] == "messages":
-            ok = isinstance(content, list) and content and all(
-                isinstance(m, dict)
-                and isinstance(m.get("role"), str)
-                and isinstance(m.get("content"), str)
-                for m in content
+            ok = (
+                isinstance(content, list)
+                and content
+                and all(
+                    isinstance(m, dict)
+                    and isinstance(m.get("role"), str)
+                    and isinstance(m.get("content"), str)
+                    for m in content
+                )
             )
             if not ok:
                 raise InvalidParameterError(

@@ -44,6 +44,7 @@ import weakref
 import numpy as np
 
 from .._errors import InvalidParameterError, MissingDependencyError
+from ._kv import cache_kwargs, cache_of
 
 __all__ = [
     "QuantStepper",
@@ -273,6 +274,7 @@ class QuantStepper:
         import torch
 
         with torch.no_grad():
-            out = self.qmodel(input_ids=input_ids, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
+            kv = cache_kwargs(self.qmodel, self.past)
+            out = self.qmodel(input_ids=input_ids, **kv, use_cache=True)
+        self.past = cache_of(out)
         return out.logits[0, -1]

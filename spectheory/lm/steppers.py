@@ -6,6 +6,8 @@ token on it); the draft kinds of :mod:`spectheory.lm.draft_kinds` build them.
 
 from __future__ import annotations
 
+from ._kv import cache_kwargs, cache_of
+
 __all__ = ["AdapterCostStepper", "HFStepper"]
 
 
@@ -20,11 +22,11 @@ class HFStepper:
         self.net = net
 
     def prefill(self, ids):
-        self.past = self.net(input_ids=ids, use_cache=True).past_key_values
+        self.past = cache_of(self.net(input_ids=ids, use_cache=True))
 
     def step(self, tok):
-        out = self.net(input_ids=tok, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
+        out = self.net(input_ids=tok, **cache_kwargs(self.net, self.past), use_cache=True)
+        self.past = cache_of(out)
         return out.logits[0, -1, 0].item()
 
 
@@ -42,15 +44,15 @@ class AdapterCostStepper:
         import torch
 
         out = self.trunk(input_ids=ids, use_cache=True)
-        self.past, self.cache, self.n = out.past_key_values, {}, ids.shape[1]
+        self.past, self.cache, self.n = cache_of(out), {}, ids.shape[1]
         pos = torch.arange(self.n)[None]
         self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
 
     def step(self, tok):
         import torch
 
-        out = self.trunk(input_ids=tok, past_key_values=self.past, use_cache=True)
-        self.past = out.past_key_values
+        out = self.trunk(input_ids=tok, **cache_kwargs(self.trunk, self.past), use_cache=True)
+        self.past = cache_of(out)
         pos = torch.arange(self.n, self.n + tok.shape[1])[None]
         z = self.adapter.subset_logits(out.last_hidden_state, pos, self.cache)
         self.n += tok.shape[1]

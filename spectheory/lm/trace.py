@@ -37,6 +37,7 @@ import numpy as np
 from .. import _files
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .._validate import check_positive_int, check_rng
+from ._kv import cache_kwargs, cache_of
 from .arrays import fields_from_tensors, trace_fields
 from .cache import cache_dir
 from .draft_kinds import draft_kind
@@ -612,9 +613,12 @@ def record_trace(
         with torch.no_grad():
             for step in range(settings.max_new_tokens):
                 out = model(
-                    input_ids=inp, past_key_values=past, use_cache=True, output_hidden_states=True
+                    input_ids=inp,
+                    **cache_kwargs(model, past),
+                    use_cache=True,
+                    output_hidden_states=True,
                 )
-                past = out.past_key_values
+                past = cache_of(out)
                 logits = out.logits[0, -1].float()
                 rows_t.append(logits.numpy().astype(np.float16))
                 for d, drafter in others.items():

@@ -28,6 +28,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from ..distributions import process_logits
+from ..lm._kv import cache_kwargs, cache_of
 
 __all__ = ["LMTreeModels", "chat_context"]
 
@@ -87,7 +88,7 @@ class LMTreeModels:
                 input_ids=torch.from_numpy(ctx)[None], use_cache=True, output_hidden_states=True
             )
         self.forwards += 1
-        self._past = out.past_key_values
+        self._past = cache_of(out)
         self._put((), out.logits[0, -1], self._draft.start(ctx, out))
 
     def _put(self, path, target_logits, draft_logits):
@@ -105,7 +106,8 @@ class LMTreeModels:
         with torch.no_grad():
             out = self.loaded.model(
                 input_ids=torch.tensor([list(path)], dtype=torch.long),
-                past_key_values=copy.deepcopy(self._past),  # the context's cache stays intact
+                # a copy: the context's cache stays intact
+                **cache_kwargs(self.loaded.model, copy.deepcopy(self._past)),
                 use_cache=True,
                 output_hidden_states=True,
             )
