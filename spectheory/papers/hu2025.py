@@ -140,8 +140,11 @@ def bounds_on_trace(run: Run, trace, drafts, ns, temperatures) -> tuple:
     )
     rows = []
     for (draft, T, n, law), v in table.items():
-        # Laws are compared on the same positions: those where every law is defined.
-        common = np.all([~np.isnan(table[(draft, T, n, x)]) for x in SAMPLINGS], axis=0)
+        # Laws and n are compared on the same positions: those where every law is defined
+        # at every n of this draft and temperature (alpha* rises with n position by position,
+        # not between averages over different positions).
+        common = np.all([~np.isnan(v2) for (d2, t2, _, _), v2 in table.items()
+                         if (d2, t2) == (draft, T)], axis=0)  # fmt: skip
         w = v[common]
         rows.append(
             {

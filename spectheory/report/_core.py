@@ -197,13 +197,18 @@ def _layers(trace) -> str:
 
 
 def common_positions(table) -> dict:
-    """Positions replayed under every draft law, per ``(draft, temperature, n)``.
+    """Positions replayed under every draft law and every n, per ``(draft, temperature, n)``.
 
     Without replacement (and greedy) are defined only where the draft's support
-    has enough tokens, so a replay has fewer positions for them than for i.i.d.;
-    averages over different positions cannot be compared (the theory's ordering
-    alpha*_wor >= alpha*_iid holds position by position, not between averages
-    over different sets).  Comparing draft laws uses these positions only.
+    has at least n tokens, so a replay has fewer positions for them than for
+    i.i.d., and fewer for larger n.  Averages over different positions cannot
+    be compared: the theory's orderings (alpha*_wor >= alpha*_iid, alpha*
+    non-decreasing in n) hold position by position, not between averages over
+    different sets (an n-gram draft's curve against n once fell from n = 1 to
+    n = 2 because n = 1 averaged every position and n = 2 only those with two
+    tokens of support).  So for each draft and temperature the positions
+    compared are those replayed under every law and every n; every n of that
+    draft and temperature maps to the same set.
 
     Parameters
     ----------
@@ -217,16 +222,24 @@ def common_positions(table) -> dict:
 
     Examples
     --------
-    >>> t = [{"draft": "d", "temperature": 1.0, "n": 2, "sampling": s, "position": i}
-    ...      for s, ps in (("iid", (0, 1, 2)), ("without_replacement", (1, 2))) for i in ps]
-    >>> sorted(common_positions(t)[("d", 1.0, 2)])
-    [1, 2]
+    >>> t = [{"draft": "d", "temperature": 1.0, "n": n, "sampling": s, "position": i}
+    ...      for n, s, ps in ((1, "iid", (0, 1, 2)), (2, "iid", (0, 1, 2)),
+    ...                       (2, "without_replacement", (1, 2)))
+    ...      for i in ps]
+    >>> sorted(common_positions(t)[("d", 1.0, 1)]), sorted(common_positions(t)[("d", 1.0, 2)])
+    ([1, 2], [1, 2])
     """
-    by_law: dict = {}
+    by_config: dict = {}
     for r in table:
-        key = (r["draft"], r["temperature"], r["n"])
-        by_law.setdefault(key, {}).setdefault(r["sampling"], set()).add(int(r["position"]))
-    return {k: frozenset(set.intersection(*laws.values())) for k, laws in by_law.items()}
+        key = (r["draft"], r["temperature"])
+        config = (r["n"], r["sampling"])
+        by_config.setdefault(key, {}).setdefault(config, set()).add(int(r["position"]))
+    out = {}
+    for (draft, temperature), configs in by_config.items():
+        shared = frozenset(set.intersection(*configs.values()))
+        for n, _ in configs:
+            out[(draft, temperature, n)] = shared
+    return out
 
 
 #: Monte Carlo trials per position of the report's replay (full, quick).
@@ -304,8 +317,9 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
         "`monte carlo` the simulated acceptance (numba kernels, "
         f"{trials} trials per position). Means over positions; full table in "
         "`replay.csv`. Draft laws are compared on the same positions: drafting without "
-        "replacement (and greedy) needs n tokens in the draft's support, so for each draft, T "
-        "and n only the positions replayed under every law are averaged (`positions`; the rest, "
+        "replacement (and greedy) needs n tokens in the draft's support, so for each draft and T "
+        "only the positions replayed under every law and every n are averaged, so that the "
+        "curves against n and between laws are over the same positions (`positions`; the rest, "
         "`positions left out`, are in `replay.csv`). "
         + ("Positions compared: " if any(len(v) < rows.size for v in common.values()) else "")
         + "; ".join(

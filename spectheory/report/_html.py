@@ -23,6 +23,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f0f0f0}td.text{text-align:left}
 .pass{color:#176b2c;font-weight:bold}.fail{color:#b00020;font-weight:bold}
 figure{margin:1em 0}figcaption{font-size:90%;color:#555}
+img{max-width:100%;height:auto}
 nav li{margin:2px 0}code{background:#f4f4f4;padding:0 3px}
 """
 
