@@ -174,6 +174,7 @@ for n in (2, 4, 8):
 # The coverage polymatroid and the bound are unchanged, but its bases need another family of
 # selection rules; `optimal` is registered for i.i.d. (and greedy, through Hu et al.'s verifier).
 
+
 # %%
 def wor_pick(qv):
     out = {}
@@ -192,6 +193,47 @@ assert picks[1] / qv[1] != picks[2] / qv[2]
 print("without replacement, second tier:", picks[1] / qv[1], "!=", picks[2] / qv[2])
 
 # %% [markdown]
+# ## Without replacement: what holds, the first tier
+#
+# One tier does work without replacement. Drafts without replacement from $q$ are the order in
+# which independent exponential clocks $E_i \sim \mathrm{Exp}(q_i)$ ring, cut after $n$. For a
+# set $A$, the first clock of $A$ to ring is $i \in A$ with probability $q_i / q(A)$, and its time
+# $\min_{A} E$ is independent of which one it is (a property of independent exponentials); the
+# clocks outside $A$ are independent of both. Whether the first $A$-clock rings among the first
+# $n$ depends only on that time and the other clocks, so "the first draft of $A$ in draw order,
+# if any" picks $i \in A$ with probability exactly $f(A)\, q_i / q(A)$, with
+# $f(A) = P(\text{some draft in } A)$: the same rule and marginal as for i.i.d. drafts. What fails
+# is the second tier (above): conditioning on missing the first tier changes the later clocks'
+# law in a way that depends on which tokens were drawn. Checked exactly (Fractions, every set $A$
+# of two random rows, $n = 2, 3$):
+
+
+# %%
+def first_of_set_marginal(q, n, A):
+    """P(the first draft in A, in draw order, is i), for i in A, by exact enumeration."""
+    m = {i: F(0) for i in A}
+    for drafts, prob in ordered_draft_law(q, n, "without_replacement"):
+        hit = [x for x in drafts if x in A]
+        if hit:
+            m[hit[0]] += prob
+    return m
+
+
+rng_tier = np.random.default_rng(5)
+checked = 0
+for V, n in ((4, 2), (5, 3)):
+    k = rng_tier.integers(1, 9, size=V)
+    q = np.array([F(int(x), int(k.sum())) for x in k], dtype=object)
+    for size in range(1, V):
+        for A in itertools.combinations(range(V), size):
+            m = first_of_set_marginal(q, n, set(A))
+            fA = sum(m.values())
+            qA = sum(q[i] for i in A)
+            assert all(m[i] == fA * q[i] / qA for i in A)
+            checked += 1
+print(f"first-tier marginal = f(A) q_i / q(A) exactly on {checked} sets")
+
+# %% [markdown]
 # ## Without replacement: the i.i.d. family is not enough (an LP over rules)
 #
 # Could a mixture of the same tier rules (consecutive tiers in $p/q$ order, the first draft in
@@ -204,6 +246,7 @@ print("without replacement, second tier:", picks[1] / qv[1], "!=", picks[2] / qv
 # tiers that are not consecutive in $p/q$ order, or a different within-tier rule; which family
 # suffices at full vocabulary, with marginals computable there, is open (see the README's
 # verifier table: `optimal` is i.i.d. and greedy only).
+
 
 # %%
 def rule_marginal(q, n, tiers):
