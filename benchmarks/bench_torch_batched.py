@@ -7,6 +7,8 @@ prints the time per batch of
   every path sorts or partially sorts the rows once);
 * ``bound iid`` / ``bound wor``: :func:`spectheory.torch.bound`, forward only;
 * ``bound wor f+b``: forward and backward (the draft-training loss's step);
+* ``wor H* (host)``: the part of ``bound wor`` that runs on the host, the
+  optimal set by the numpy solver (``solve_bound``), copies included;
 * ``optimal``: ``verify("optimal", ...)`` with pre-drawn drafts and uniforms
   (i.i.d. drafts: the verifier that reaches the bound);
 
@@ -31,6 +33,9 @@ import time
 import torch
 
 import spectheory.torch as stt
+from spectheory.solvers.ot_dual import solve_bound
+
+WOR = "without_replacement"
 
 
 def _timer(device):
@@ -71,6 +76,8 @@ def _paths(p, q, n, device, seed):
     u = torch.rand(p.shape[0], stt.verifier_uniforms("optimal", n), generator=g,
                    dtype=torch.float64).to(device)  # fmt: skip
     p64 = p.double()
+    # float64 rows renormalised, as the torch bound hands them to the numpy solver
+    ph, qh = p64 / p64.sum(-1, keepdim=True), q.double() / q.double().sum(-1, keepdim=True)
 
     def wor_fb():
         logits = torch.log(q.double()).requires_grad_(True)
@@ -82,6 +89,8 @@ def _paths(p, q, n, device, seed):
         "bound iid": lambda: stt.bound(p, q, n, "iid"),
         "bound wor": lambda: stt.bound(p, q, n, "without_replacement"),
         "bound wor f+b": wor_fb,
+        # the part of "bound wor" that runs on the host: the optimal set H* by the numpy solver
+        "wor H* (host)": lambda: solve_bound(ph.cpu().numpy(), qh.cpu().numpy(), n, WOR),
         "optimal": lambda: stt.verify("optimal", p, q, d, uniforms=u),
     }
 
