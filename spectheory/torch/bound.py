@@ -360,8 +360,10 @@ def wor_outside_probability(q, in_H, n):
             tail, rs = (moments, coef), rs[:, :head]
     weight = lb[:, None] * torch.exp(-lb[:, None] * t) * t  # dt = t du, (B, G)
     total = (1.0 - torch.exp(-lb * _T_LOW)) + h * weight[:, :first].sum(dim=1)
-    # nodes per chunk: (B x nodes x V) float64 elements kept near _CHUNK_ELEMENTS
-    step = max(1, _CHUNK_ELEMENTS // max(1, B * V))
+    # nodes per chunk: (B x nodes x columns) float64 elements kept near _CHUNK_ELEMENTS, where
+    # the columns are the rates left after the tail (usually a few hundred of the V): often
+    # every node in one chunk, so a GPU runs a few dozen kernels instead of a few per node
+    step = max(1, _CHUNK_ELEMENTS // max(1, B * rs.shape[1]))
     for g0 in range(first, G, step):
         tc = t[g0 : g0 + step].expand(B, -1)
         low = _low_at_nodes(rs, tc, n, tail)
