@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import write_csv
+from ..sim.replay import common_positions
 
 __all__ = [
     "ReportContext",
@@ -194,52 +195,6 @@ def _layers(trace) -> str:
     """``"30 layers"`` from the trace's recorded model metadata, or says that it is missing."""
     layers = (trace.metadata.get("model") or {}).get("num_layers")
     return f"{layers} layers" if layers else "layer count not recorded in the trace"
-
-
-def common_positions(table) -> dict:
-    """Positions replayed under every draft law and every n, per ``(draft, temperature, n)``.
-
-    Without replacement (and greedy) are defined only where the draft's support
-    has at least n tokens, so a replay has fewer positions for them than for
-    i.i.d., and fewer for larger n.  Averages over different positions cannot
-    be compared: the theory's orderings (alpha*_wor >= alpha*_iid, alpha*
-    non-decreasing in n) hold position by position, not between averages over
-    different sets (an n-gram draft's curve against n once fell from n = 1 to
-    n = 2 because n = 1 averaged every position and n = 2 only those with two
-    tokens of support).  So for each draft and temperature the positions
-    compared are those replayed under every law and every n; every n of that
-    draft and temperature maps to the same set.
-
-    Parameters
-    ----------
-    table : list of dict
-        Rows of :func:`spectheory.sim.replay.replay` (keys ``draft``,
-        ``temperature``, ``n``, ``sampling``, ``position``).
-
-    Returns
-    -------
-    dict {(draft, temperature, n): frozenset of int}
-
-    Examples
-    --------
-    >>> t = [{"draft": "d", "temperature": 1.0, "n": n, "sampling": s, "position": i}
-    ...      for n, s, ps in ((1, "iid", (0, 1, 2)), (2, "iid", (0, 1, 2)),
-    ...                       (2, "without_replacement", (1, 2)))
-    ...      for i in ps]
-    >>> sorted(common_positions(t)[("d", 1.0, 1)]), sorted(common_positions(t)[("d", 1.0, 2)])
-    ([1, 2], [1, 2])
-    """
-    by_config: dict = {}
-    for r in table:
-        key = (r["draft"], r["temperature"])
-        config = (r["n"], r["sampling"])
-        by_config.setdefault(key, {}).setdefault(config, set()).add(int(r["position"]))
-    out = {}
-    for (draft, temperature), configs in by_config.items():
-        shared = frozenset(set.intersection(*configs.values()))
-        for n, _ in configs:
-            out[(draft, temperature, n)] = shared
-    return out
 
 
 #: Monte Carlo trials per position of the report's replay (full, quick).

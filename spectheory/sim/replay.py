@@ -53,7 +53,15 @@ from ._stats import wilson_interval
 from .check import _pearson
 from .simulate import simulate
 
-__all__ = ["COLUMNS", "REPLAY_VERIFIERS", "config_rows", "replay", "stream_words", "write_csv"]
+__all__ = [
+    "COLUMNS",
+    "REPLAY_VERIFIERS",
+    "common_positions",
+    "config_rows",
+    "replay",
+    "stream_words",
+    "write_csv",
+]
 
 #: Verifiers replayed by default: every built-in one with a numba kernel (from the registry).
 REPLAY_VERIFIERS = builtin_names("kernel")
@@ -63,6 +71,52 @@ COLUMNS = (
     "position", "prompt_id", "step", "draft", "temperature", "n", "sampling", "verifier",
     "lossless", "bound", "exact", "mc", "mc_low", "mc_high", "trials", "chi2_p", "pit_mean",
 )  # fmt: skip
+
+
+def common_positions(table) -> dict:
+    """Positions replayed under every draft law and every n, per ``(draft, temperature, n)``.
+
+    Without replacement (and greedy) are defined only where the draft's support
+    has at least n tokens, so a replay has fewer positions for them than for
+    i.i.d., and fewer for larger n.  Averages over different positions cannot
+    be compared: the theory's orderings (alpha*_wor >= alpha*_iid, alpha*
+    non-decreasing in n) hold position by position, not between averages over
+    different sets (an n-gram draft's curve against n once fell from n = 1 to
+    n = 2 because n = 1 averaged every position and n = 2 only those with two
+    tokens of support).  So for each draft and temperature the positions
+    compared are those replayed under every law and every n; every n of that
+    draft and temperature maps to the same set.
+
+    Parameters
+    ----------
+    table : list of dict
+        Rows of :func:`spectheory.sim.replay.replay` (keys ``draft``,
+        ``temperature``, ``n``, ``sampling``, ``position``).
+
+    Returns
+    -------
+    dict {(draft, temperature, n): frozenset of int}
+
+    Examples
+    --------
+    >>> t = [{"draft": "d", "temperature": 1.0, "n": n, "sampling": s, "position": i}
+    ...      for n, s, ps in ((1, "iid", (0, 1, 2)), (2, "iid", (0, 1, 2)),
+    ...                       (2, "without_replacement", (1, 2)))
+    ...      for i in ps]
+    >>> sorted(common_positions(t)[("d", 1.0, 1)]), sorted(common_positions(t)[("d", 1.0, 2)])
+    ([1, 2], [1, 2])
+    """
+    by_config: dict = {}
+    for r in table:
+        key = (r["draft"], r["temperature"])
+        config = (r["n"], r["sampling"])
+        by_config.setdefault(key, {}).setdefault(config, set()).add(int(r["position"]))
+    out = {}
+    for (draft, temperature), configs in by_config.items():
+        shared = frozenset(set.intersection(*configs.values()))
+        for n, _ in configs:
+            out[(draft, temperature, n)] = shared
+    return out
 
 
 def _wilson(k, N):

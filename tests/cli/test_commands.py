@@ -227,6 +227,44 @@ def test_replay_and_sweep_on_a_trace_file(trace_file, tmp_path, capsys):
     assert "6 rows in" in capsys.readouterr().out
 
 
+def test_replay_summary_compares_laws_and_n_on_the_same_positions(trace_file, monkeypatch, capsys):
+    """Planted: without replacement replayed on positions 0-2 only (support), beating i.i.d.
+
+    i.i.d. is 0.2 there and 0.9 on 3-5; averaged over its own positions i.i.d. would read 0.55
+    at n = 1 and 2 against 0.21 for without replacement: the order the theory forbids.
+    """
+    import spectheory.sim.replay as replay_mod
+
+    def planted(trace, **kwargs):
+        rows = []
+        for n in (1, 2):
+            for law in ("iid", "without_replacement"):
+                for i in range(6):
+                    if law != "iid" and n == 2 and i >= 3:
+                        continue
+                    b = (0.2 if i < 3 else 0.9) + (0.01 if law != "iid" and n == 2 else 0.0)
+                    rows.append({
+                        "position": i, "prompt_id": 0, "step": i, "draft": "exit:1",
+                        "temperature": 1.0, "n": n, "sampling": law, "verifier": "rrs",
+                        "lossless": True, "bound": b, "exact": b, "mc": b, "mc_low": 0.0,
+                        "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "pit_mean": 0.5,
+                    })  # fmt: skip
+        return rows
+
+    monkeypatch.setattr(replay_mod, "replay", planted)
+    argv = ["replay", "--trace", trace_file, "-q", "--out", str(trace_file) + ".csv"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    means = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts[:1] == ["exit:1"] and len(parts) == 9:
+            means[(int(parts[2]), parts[3])] = (float(parts[5]), int(parts[8]))
+    assert means[(1, "iid")] == means[(2, "iid")] == (0.2, 3)
+    assert means[(2, "without_replacement")] == (0.21, 3)
+    assert "exit:1, T = 1: 3 of 6" in out
+
+
 def test_replay_recording_options_with_a_trace_file_are_refused(trace_file, capsys):
     argv = ["replay", "--trace", trace_file, "--prompts", "0-1"]
     assert "--prompts cannot be combined with --trace" in usage_error(argv, capsys)
