@@ -33,9 +33,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    import numpy as np
-
-    from ..sim.replay import common_positions, replay, write_csv
+    from ..sim.replay import replay, write_csv
+    from ._summary import print_means
 
     grid = grid_from_args(args)
     trace = load_or_record(args)
@@ -54,32 +53,6 @@ def run(args) -> int:
     )
     seconds = time.perf_counter() - t0
     path = write_csv(table, args.out)
-    # Means over the positions replayed under every law and n of a draft and temperature
-    # (without replacement and greedy need n tokens of support): averages over different
-    # positions would show orderings the theory forbids (wor below i.i.d., alpha* falling in n).
-    common = common_positions(table)
-    groups: dict = {}
-    for row in table:
-        if int(row["position"]) not in common[(row["draft"], row["temperature"], row["n"])]:
-            continue
-        key = (row["draft"], row["temperature"], row["n"], row["sampling"], row["verifier"])
-        groups.setdefault(key, []).append(row)
-    print(
-        f"{'draft':<9}{'T':>5}{'n':>3} {'law':<20}{'verifier':<9}{'bound':>7}{'exact':>7}{'mc':>7}"
-        f"{'positions':>10}"
-    )
-    for (d, t, n, law, v), rows in groups.items():
-        exact = [r["exact"] for r in rows if r["exact"] == r["exact"]]
-        ex = f"{np.mean(exact):7.3f}" if exact else f"{'-':>7}"
-        b = np.mean([r["bound"] for r in rows])
-        mc = np.mean([r["mc"] for r in rows])
-        print(f"{d:<9}{t:>5}{n:>3} {law:<20}{v:<9}{b:7.3f}{ex}{mc:7.3f}{len(rows):>10}")
+    print_means(table)
     print(f"{len(table)} rows ({trace.num_positions} positions) in {seconds:.1f} s -> {path}")
-    replayed = len({int(r["position"]) for r in table})
-    per_draft = {(d, t): len(v) for (d, t, _), v in common.items()}  # the same set for every n
-    fewer = [f"{d}, T = {t:g}: {c} of {replayed}" for (d, t), c in sorted(per_draft.items())
-             if c < replayed]  # fmt: skip
-    if fewer:
-        print("means over the positions replayed under every law and n of that draft and T "
-              "(the CSV keeps every row): " + "; ".join(fewer))  # fmt: skip
     return ExitCode.OK

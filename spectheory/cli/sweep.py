@@ -15,6 +15,7 @@ from ._common import (
     signature_options,
 )
 from ._grid import add_grid_options, grid_from_args
+from ._summary import print_means
 
 HELP = "replay a sharded trace through a grid of configurations on Dask"
 
@@ -85,8 +86,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    import numpy as np
-
     from ..lm import cache_dir as default_cache
     from ..sim.sweeps import BOUND_COLUMNS, SWEEP_COLUMNS, sweep, sweep_bounds, write_table
 
@@ -106,14 +105,6 @@ def run(args) -> int:
         table = sweep(args.shards, grid, **given_kwargs(args, ("seed",)), **common)
         path = write_table(table, args.out, SWEEP_COLUMNS)
     seconds = time.perf_counter() - t0
-    groups: dict = {}
-    for r in table:
-        key = (r["draft"], r["temperature"], r["n"], r["sampling"], r.get("verifier", "-"))
-        groups.setdefault(key, []).append(r)
-    print(f"{'draft':<9}{'T':>5}{'n':>3} {'law':<20}{'verifier':<9}{'bound':>7}{'mc':>7}")
-    for (d, t, n, law, v), rows in groups.items():
-        b = np.mean([r["bound"] for r in rows])
-        mc = f"{np.mean([r['mc'] for r in rows]):7.3f}" if "mc" in rows[0] else f"{'-':>7}"
-        print(f"{d:<9}{t:>5}{n:>3} {law:<20}{v:<9}{b:7.3f}{mc}")
+    print_means(table)
     print(f"{len(table)} rows in {seconds:.1f} s -> {path}")
     return ExitCode.OK
