@@ -234,22 +234,10 @@ def test_replay_summary_compares_laws_and_n_on_the_same_positions(trace_file, mo
     at n = 1 and 2 against 0.21 for without replacement: the order the theory forbids.
     """
     import spectheory.sim.replay as replay_mod
+    from tests.planted_tables import planted_replay
 
     def planted(trace, **kwargs):
-        rows = []
-        for n in (1, 2):
-            for law in ("iid", "without_replacement"):
-                for i in range(6):
-                    if law != "iid" and n == 2 and i >= 3:
-                        continue
-                    b = (0.2 if i < 3 else 0.9) + (0.01 if law != "iid" and n == 2 else 0.0)
-                    rows.append({
-                        "position": i, "prompt_id": 0, "step": i, "draft": "exit:1",
-                        "temperature": 1.0, "n": n, "sampling": law, "verifier": "rrs",
-                        "lossless": True, "bound": b, "exact": b, "mc": b, "mc_low": 0.0,
-                        "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "pit_mean": 0.5,
-                    })  # fmt: skip
-        return rows
+        return planted_replay(6, "exit:1")
 
     monkeypatch.setattr(replay_mod, "replay", planted)
     argv = ["replay", "--trace", trace_file, "-q", "--out", str(trace_file) + ".csv"]

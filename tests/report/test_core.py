@@ -10,6 +10,7 @@ import pytest
 from spectheory.cli import main
 from spectheory.report import build_report, informative_rows
 from spectheory.report._html import Page
+from tests.planted_tables import planted_replay
 
 
 def always_accept_first(target, draft, drafts, rng):
@@ -113,26 +114,8 @@ def test_atomic_writes_get_the_usual_mode_under_the_umask(tmp_path):
 
 
 def _planted_replay(trace=None, **kwargs):
-    """A replay table where the draft's support has 2 tokens only on positions 0..11.
-
-    i.i.d. is replayed everywhere: alpha* = 0.2 on positions 0..11 and 0.9 on 12..23;
-    without replacement (n = 2) only on 0..11, where it beats i.i.d. by 0.01 position by
-    position.  Averaged over their own positions it would read 0.21 against 0.55.
-    """
-    rows = []
-    for n in (1, 2):
-        for law in ("iid", "without_replacement"):
-            for i in range(24):
-                if law != "iid" and n == 2 and i >= 12:
-                    continue
-                b = (0.2 if i < 12 else 0.9) + (0.01 if law != "iid" and n == 2 else 0.0)
-                rows.append({
-                    "position": i, "prompt_id": 0, "step": i, "draft": "ngram:2",
-                    "temperature": 1.0, "n": n, "sampling": law, "verifier": "rrs",
-                    "lossless": True, "bound": b, "exact": b - 0.05, "mc": b - 0.05,
-                    "mc_low": 0.0, "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "pit_mean": 0.5,
-                })  # fmt: skip
-    return rows
+    """24 positions of an n-gram draft (tests/planted_tables.py)."""
+    return planted_replay(24, "ngram:2", acceptance_offset=-0.05)
 
 
 def test_report_compares_draft_laws_on_the_same_positions(tmp_path, monkeypatch):
