@@ -264,6 +264,9 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
             "gap to bound", "positions", "positions left out"]  # fmt: skip
     ctx.csv("verifiers_summary.csv", summary, cols)
 
+    # the same set for every n of a draft and temperature: one count per pair
+    per_draft = {(d, t): len(v) for (d, t, _), v in common.items()}
+    fewer = [(k, c) for k, c in sorted(per_draft.items()) if c < rows.size]
     page.section("Optimal acceptance and every verifier", "verifiers")
     page.paragraph(
         f"{rows.size} positions (every {stride}th of the trace), temperatures 0.7 and 1.0 applied "
@@ -276,13 +279,8 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
         "only the positions replayed under every law and every n are averaged, so that the "
         "curves against n and between laws are over the same positions (`positions`; the rest, "
         "`positions left out`, are in `replay.csv`). "
-        + ("Positions compared: " if any(len(v) < rows.size for v in common.values()) else "")
-        + "; ".join(
-            f"{d}, T = {t:g}, n = {n}: {len(v)} of {rows.size}"
-            for (d, t, n), v in sorted(common.items())
-            if len(v) < rows.size
-        )
-        + ("" if any(len(v) < rows.size for v in common.values()) else "Every position counts.")
+        + ("Positions compared (every n): " if fewer else "Every position counts.")
+        + "; ".join(f"{d}, T = {t:g}: {c} of {rows.size}" for (d, t), c in fewer)
     )
     fig, axes = plt.subplots(1, len(tr.drafts), figsize=(4.2 * len(tr.drafts), 3.4), squeeze=False)
     for ax, d in zip(axes[0], tr.drafts, strict=True):

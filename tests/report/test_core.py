@@ -147,7 +147,10 @@ def test_report_compares_draft_laws_on_the_same_positions(tmp_path, monkeypatch)
     assert int(rows[(1, "iid")]["positions"]) == 12
     assert float(rows[(1, "iid")]["bound"]) <= float(iid["bound"]) <= float(wor["bound"])
     assert ctx.summary["verifiers"]["positions_compared"]["ngram:2/T=1/n=2"] == 12
-    assert "ngram:2, T = 1, n = 2: 12 of 24" in page.write(tmp_path / "r.html").read_text()
+    assert (
+        "Positions compared (every n): ngram:2, T = 1: 12 of 24"
+        in page.write(tmp_path / "r.html").read_text()
+    )
     common = common_positions(_planted_replay())
     assert sorted(common[("ngram:2", 1.0, 2)]) == list(range(12))
     assert common[("ngram:2", 1.0, 1)] == common[("ngram:2", 1.0, 2)]
