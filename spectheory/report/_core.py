@@ -15,11 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from .._files import write_csv
-from ..sim.replay import common_positions
 
 __all__ = [
     "ReportContext",
-    "common_positions",
     "informative_rows",
     "resolve_verifier",
     "section_lossless",
@@ -215,7 +213,7 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     import matplotlib.pyplot as plt
 
     from ..drafting import SAMPLINGS
-    from ..sim.replay import COLUMNS, REPLAY_VERIFIERS, replay
+    from ..sim.replay import COLUMNS, REPLAY_VERIFIERS, common_positions, replay
 
     tr = ctx.trace
     stride = max(1, tr.num_positions // (24 if ctx.quick else 128))

@@ -123,11 +123,8 @@ def test_report_compares_draft_laws_on_the_same_positions(tmp_path, monkeypatch)
     from types import SimpleNamespace
 
     import spectheory.sim.replay as replay_mod
-    from spectheory.report._core import (
-        ReportContext,
-        common_positions,
-        section_bounds_and_verifiers,
-    )
+    from spectheory.report._core import ReportContext, section_bounds_and_verifiers
+    from spectheory.sim.replay import common_positions
 
     monkeypatch.setattr(replay_mod, "replay", _planted_replay)
     monkeypatch.setattr(replay_mod, "REPLAY_VERIFIERS", ("rrs",))
