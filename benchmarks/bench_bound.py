@@ -17,9 +17,11 @@ trace is cached (``spectheory.lm``, ``traces/``), its target rows against its
 first early-exit draft at T = 1 and 0.7 (V = 49,152).
 
 Run: ``python benchmarks/bench_bound.py`` (``--quick`` for a smaller run).
-``bound`` runs its numba kernels on one core for batches below
-``PARALLEL_MIN_WORK`` (2^22 entries: every batch here) and on all cores
-(``NUMBA_NUM_THREADS``) above; ``np.argsort`` on one.
+``bound`` runs the rows of a batch on all of numba's threads when the batch
+has at least ``spectheory._threads.PARALLEL_MIN_WORK`` entries (2^18: every
+batch here) and the load average leaves a core idle
+(``spectheory._threads.run_parallel``), else on one; ``np.argsort`` runs on
+one.  ``--threads 1`` measures ``bound`` on one core (the ratio per core).
 """
 
 from __future__ import annotations
@@ -134,7 +136,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="B = 4, 3 repetitions, V = 49,152 only")
     ap.add_argument("--repeats", type=int, default=7, help="interleaved repetitions (default 7)")
     ap.add_argument("--no-lp", action="store_true", help="skip the LP comparison")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="numba threads for bound (default: all)"
+    )
     args = ap.parse_args()
+    if args.threads is not None:
+        numba.set_num_threads(args.threads)
     print(f"numba threads: {numba.get_num_threads()}; cpus: {os.cpu_count()}")
     repeats = 3 if args.quick else args.repeats
     vocabs = (49152,) if args.quick else (49152, 151936)

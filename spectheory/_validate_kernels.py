@@ -5,10 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-#: Entries below which :func:`row_stats` runs serially: the pass costs ~0.1 ms
-#: per 50k tokens, less than the fork-join of a parallel loop on a busy
-#: 2-core machine (measured 0.75 ms per row with 2 threads under load 6).
-PARALLEL_MIN_ENTRIES = 1 << 22
+from ._threads import run_parallel
 
 
 @njit(cache=True)
@@ -77,6 +74,6 @@ def row_stats(rows):
     B = rows.shape[0]
     first_bad = np.full(B, -1, dtype=np.int64)
     sums = np.zeros(B)
-    kernel = _row_stats_parallel if rows.size >= PARALLEL_MIN_ENTRIES else _row_stats_serial
+    kernel = _row_stats_parallel if run_parallel(rows.size, B) else _row_stats_serial
     kernel(rows, first_bad, sums)
     return first_bad, sums

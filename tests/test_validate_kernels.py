@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from spectheory import _threads
 from spectheory import _validate_kernels as vk
 
 
@@ -31,7 +32,7 @@ def numpy_row_stats(rows):
     return first, sums
 
 
-@pytest.mark.parametrize("V", [7, vk.PARALLEL_MIN_ENTRIES // 16])
+@pytest.mark.parametrize("V", [7, _threads.PARALLEL_MIN_WORK // 16])
 def test_serial_and_parallel_paths_equal_the_numpy_oracle(V):
     rng = np.random.default_rng(V)
     B = 16 if V > 7 else 5
@@ -42,7 +43,7 @@ def test_serial_and_parallel_paths_equal_the_numpy_oracle(V):
     rows[4, 2] = -1e-300
     want_first, want_sums = numpy_row_stats(rows)
     assert want_first.tolist()[:5] == [-1, 3, -1, V - 1, 2]
-    assert (rows.size >= vk.PARALLEL_MIN_ENTRIES) == (V > 7)
+    assert (rows.size >= _threads.PARALLEL_MIN_WORK) == (V > 7)
     good = want_first < 0
     first, sums = vk.row_stats(rows)  # the dispatched path
     np.testing.assert_array_equal(first, want_first)

@@ -90,9 +90,9 @@ import numpy as np
 from numba import njit, prange
 
 from .._errors import InvalidParameterError
+from .._threads import run_parallel
 from .._validate import check_positive_int
 from ..drafting import greedy_split
-from ..solvers._bound_kernels import PARALLEL_MIN_WORK
 from ..verifiers._ops import normalise_or, positive_part, residual
 from ..verifiers._registry import builtin_names, get_verifier
 from ..verifiers.kseq import kseq_rho
@@ -662,13 +662,13 @@ def _k_rrs_wor_parallel(p, q, drafts, u, order, out):
 
 
 def _k_rrs_wor(p, q, drafts, u, out):
-    """RRS without replacement on (B, T) trials; rows in parallel from ``PARALLEL_MIN_WORK``."""
+    """RRS without replacement on (B, T) trials; rows in parallel where ``run_parallel`` says so."""
     B, T, n = drafts.shape
     # Lexicographic order of each row's draft tuples (first draft most significant).
     keys = [drafts[:, :, k].ravel() for k in range(n - 1, -1, -1)]
     keys.append(np.repeat(np.arange(B), T))
     order = (np.lexsort(keys).reshape(B, T) % T).astype(np.int64)
-    if B > 1 and B * (n + 1) * p.shape[1] >= PARALLEL_MIN_WORK:
+    if run_parallel(B * (n + 1) * p.shape[1], B):
         _k_rrs_wor_parallel(p, q, drafts, u, order, out)
     else:
         _rrs_wor_rows(p, q, drafts, u, order, out, 0, B)

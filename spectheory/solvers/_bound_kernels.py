@@ -14,8 +14,9 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from .._threads import run_parallel
+
 __all__ = [
-    "PARALLEL_MIN_WORK",
     "WOR_DEAD",
     "WOR_LOW_MASS",
     "WOR_LOW_TERMS",
@@ -68,11 +69,6 @@ IID_MIN_EXPONENT = -60
 #: as ``2 + (e - emin) 64 + floor((m - 1/2) 128)`` with ``r = m 2^e`` from frexp.
 _IID_SHIFT = 52 - 6
 _IID_BASE = ((IID_MIN_EXPONENT - 1 + 1023) << 6) - 2
-#: Rows x tokens below which the batched kernels run serially: on the shared
-#: 2-core machine the fork-join of a parallel loop cost more than the work
-#: (measured: the validation pass 0.75 ms per row of 49,152 tokens with 2
-#: threads, 0.11 ms with one, under load 6).
-PARALLEL_MIN_WORK = 1 << 22
 
 
 @intrinsic
@@ -107,6 +103,9 @@ def _pow_complement(lam, n):
     return math.exp(n * math.log1p(-lam))
 
 
+#: Slots of the tokens left out of the i.i.d. scan (a power of 2, see :func:`_iid_bucket_row`).
+_IID_SPARE = 16
+
 #: Slack per token of a bucket (and 16 for the rest of the expression) in the
 #: bucket test of :func:`_iid_bucket_row`, in units of float64 epsilon times 2:
 #: covers the rounding of the bucket sums and of the running sums of the scan
@@ -130,14 +129,16 @@ def _iid_bucket_row(p, q, n, limit, cert):
     V = p.shape[0]
     emax = math.frexp(limit)[1]
     nb = 2 + (emax - IID_MIN_EXPONENT + 1) * IID_PER_OCTAVE
-    # Slot nb collects the tokens left out (q = 0, or p/q > limit, or p = q = 0): its draft
-    # mass is that of the tokens above the limit (q = 0 adds zeros), outside every candidate
-    # H.  The pass has no branch on the data (selects only): with about half of the tokens
-    # above the limit, a branch per token was mispredicted half of the time.
-    bp = np.zeros(nb + 1)
-    bq = np.zeros(nb + 1)
-    cnt = np.zeros(nb + 1, dtype=np.int64)
-    bucket = np.empty(V, dtype=np.int32)  # nb: left out
+    # Slots nb .. nb + _IID_SPARE - 1 collect the tokens left out (q = 0, or p/q > limit, or
+    # p = q = 0), token i in slot nb + i % _IID_SPARE: their draft mass is that of the tokens
+    # above the limit (q = 0 adds zeros), outside every candidate H.  The pass has no branch
+    # on the data (selects only): with about half of the tokens above the limit, a branch
+    # per token was mispredicted half of the time.  One slot for all of them made every
+    # left-out token wait for the previous one's read-add-write of the same three cells.
+    bp = np.zeros(nb + _IID_SPARE)
+    bq = np.zeros(nb + _IID_SPARE)
+    cnt = np.zeros(nb + _IID_SPARE, dtype=np.int64)
+    bucket = np.empty(V, dtype=np.int32)  # >= nb: left out
     for i in range(V):
         qi = q[i]
         pi = p[i]
@@ -145,12 +146,14 @@ def _iid_bucket_row(p, q, n, limit, cert):
         b = (_f64_bits(r) >> _IID_SHIFT) - _IID_BASE
         # r = 0, or below 2^(emin - 1) (subnormal included): the two lowest buckets
         b = b if b >= 2 else (0 if r == 0.0 else 1)
-        b = b if (r <= limit and qi > 0.0) else nb
+        b = b if (r <= limit and qi > 0.0) else nb + (i & (_IID_SPARE - 1))
         bp[b] += pi
         bq[b] += qi
         cnt[b] += 1
         bucket[i] = b
-    excluded = bq[nb]
+    excluded = 0.0
+    for b in range(nb, nb + _IID_SPARE):
+        excluded += bq[b]
     # Draft mass outside the prefix ending with bucket b, summed from the tail so
     # that q(H)^n = (1 - tail)^n keeps its accuracy when q(H) is close to 1.
     tail = np.empty(nb)
@@ -173,7 +176,7 @@ def _iid_bucket_row(p, q, n, limit, cert):
         if f < best:
             best = f
             best_b = b
-    cand = np.zeros(nb + 1, dtype=np.bool_)
+    cand = np.zeros(nb + _IID_SPARE, dtype=np.bool_)
     m = 0
     for b in range(nb):
         if cnt[b] < 2:
@@ -189,7 +192,7 @@ def _iid_bucket_row(p, q, n, limit, cert):
         j = 0
         for i in range(V):
             b = bucket[i]
-            if cand[b]:  # cand[nb] is False: left-out tokens never enter
+            if cand[b]:  # False from nb on: left-out tokens never enter
                 inner[j] = i
                 keys[j] = p[i] / q[i]
                 j += 1
@@ -257,8 +260,8 @@ def iid_bucket_min(p, q, n, limit):
     boundary, and only buckets whose lower bound (:func:`_iid_bucket_row`)
     beats the best boundary are sorted and scanned token by token.  The
     result is the prefix minimum of the sorted scan, in O(V) passes plus
-    small sorts.  Rows run in parallel when the batch has at least
-    :data:`PARALLEL_MIN_WORK` entries (same arithmetic either way).
+    small sorts.  Rows run in parallel where :func:`.._threads.run_parallel`
+    says so (same arithmetic either way).
 
     Parameters
     ----------
@@ -272,7 +275,7 @@ def iid_bucket_min(p, q, n, limit):
     -------
     best : float64 (B,); cert : bool (B, V), an optimal set.
     """
-    kernel = _iid_bucket_parallel if p.size >= PARALLEL_MIN_WORK else _iid_bucket_serial
+    kernel = _iid_bucket_parallel if run_parallel(p.size, p.shape[0]) else _iid_bucket_serial
     return kernel(p, q, n, limit)
 
 

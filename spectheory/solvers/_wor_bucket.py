@@ -60,8 +60,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._threads import run_parallel
 from ._bound_kernels import (
-    PARALLEL_MIN_WORK,
     WOR_STEP,
     _low_coefficients,
     _octave_powers,
@@ -741,8 +741,8 @@ def _wor_bucket_serial(p, q, n, t0, snapshots, best, cert, stats):
 def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     """min over ratio-order prefixes of ``p(H) - Q_wor(H)``, without sorting the vocabulary.
 
-    Rows run in parallel when the batch has at least
-    :data:`._bound_kernels.PARALLEL_MIN_WORK` entries (the same arithmetic either way).
+    Rows run in parallel where :func:`.._threads.run_parallel` says so (the
+    same arithmetic either way).
 
     Parameters
     ----------
@@ -764,6 +764,6 @@ def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     best = np.zeros(B)
     cert = np.zeros((B, V), dtype=np.bool_)
     stats = np.zeros((B, 4), dtype=np.int64)
-    kernel = _wor_bucket_parallel if p.size >= PARALLEL_MIN_WORK else _wor_bucket_serial
+    kernel = _wor_bucket_parallel if run_parallel(p.size, B) else _wor_bucket_serial
     kernel(p, q, n, t0, snapshots, best, cert, stats)
     return best, cert, stats

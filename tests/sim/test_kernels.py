@@ -308,7 +308,7 @@ def test_rrs_wor_shared_prefixes_replay_reference(monkeypatch, parallel):
     tokens repeat every prefix depth (and whole draft tuples), in both the serial and the
     row-parallel path; every token must still equal the reference verifier's."""
     if parallel:
-        monkeypatch.setattr(K, "PARALLEL_MIN_WORK", 0)
+        monkeypatch.setattr(K, "run_parallel", lambda entries, rows: rows > 1)
     rng = np.random.default_rng(31)
     p = rng.dirichlet(np.ones(6), size=3)
     q = rng.dirichlet(np.full(6, 0.5), size=3)

@@ -415,8 +415,8 @@ def test_bucket_floor_is_below_every_ratio_of_its_bucket():
 
 
 def test_serial_and_parallel_wor_kernels_agree_exactly():
-    # wor_bucket_min runs rows serially below PARALLEL_MIN_WORK entries and in
-    # parallel above: both loops call the same row kernel, so the results are equal.
+    # wor_bucket_min runs rows serially or in parallel (spectheory._threads.run_parallel):
+    # both loops call the same row kernel, so the results are equal.
     from spectheory.solvers._bound_kernels import wor_t0
 
     rng = np.random.default_rng(9)

@@ -1,0 +1,59 @@
+"""Tests of spectheory._threads: when batched kernels split their rows across threads."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import spectheory as stt
+from spectheory import _threads
+
+
+def test_small_batches_and_single_rows_run_serially(monkeypatch):
+    monkeypatch.setattr(_threads, "load_average", lambda: 0.0)
+    big = _threads.PARALLEL_MIN_WORK
+    assert not _threads.run_parallel(big - 1, 16)
+    assert not _threads.run_parallel(10 * big, 1)
+    assert _threads.run_parallel(big, 2) == (numba.get_num_threads() > 1)
+
+
+def test_a_busy_machine_runs_serially(monkeypatch):
+    threads = numba.get_num_threads()
+    big = _threads.PARALLEL_MIN_WORK
+    monkeypatch.setattr(_threads, "load_average", lambda: threads - 0.5)
+    assert not _threads.run_parallel(big, 16)
+    monkeypatch.setattr(_threads, "load_average", lambda: threads - 0.6)
+    assert _threads.run_parallel(big, 16) == (threads > 1)
+
+
+def test_one_numba_thread_runs_serially(monkeypatch):
+    monkeypatch.setattr(_threads, "load_average", lambda: 0.0)
+    monkeypatch.setattr(_threads.numba, "get_num_threads", lambda: 1)
+    assert not _threads.run_parallel(10 * _threads.PARALLEL_MIN_WORK, 16)
+
+
+def test_load_average_without_the_platform_call(monkeypatch):
+    def missing():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(_threads.os, "getloadavg", missing)
+    assert _threads.load_average() == 0.0
+    assert np.isfinite(_threads.load_average())
+
+
+@pytest.mark.parametrize("sampling", ["iid", "without_replacement"])
+def test_bound_is_the_same_either_way(monkeypatch, sampling):
+    """The choice moves only time: bound's values and certificates are bit-identical."""
+    rng = np.random.default_rng(5)
+    B, V = 4, _threads.PARALLEL_MIN_WORK // 4 + 1
+    p = stt.softmax(rng.standard_normal((B, V)) * 3)
+    q = stt.softmax(rng.standard_normal((B, V)) * 3)
+    out = []
+    for parallel in (False, True):
+        load = 0.0 if parallel else 1e9
+        monkeypatch.setattr(_threads, "load_average", lambda load=load: load)
+        res = stt.solve_bound(p, q, 4, sampling)
+        out.append((res.value, res.certificate))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
