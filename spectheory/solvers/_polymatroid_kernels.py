@@ -256,23 +256,53 @@ def row_tables(p, q, n):
     The sort is numpy's (vectorised); the scans are sequential (numba), so the
     float results are the same wherever the plan is computed.
     """
-    V = p.shape[0]
     sup = np.flatnonzero(q > 0)
     r = p[sup] / q[sup]
     idx = np.argsort(r)
     asc = sup[idx]
     _ties_by_id(asc, r[idx])
-    kbest = _prefix_argmin(p[asc], q[asc], n)
-    order = np.concatenate([asc[kbest:][::-1], asc[:kbest][::-1]])
-    nT = order.shape[0] - kbest
-    ps, qs = p[order], q[order]
-    R = np.zeros(order.shape[0] + 1)
-    R[:-1] = np.cumsum(qs[::-1])[::-1]  # summed from the tail, as the reference
+    return _tables_of_order(p, q, asc, n)
+
+
+@njit(cache=True)
+def _tables_of_order(p, q, asc, n):
+    """:func:`row_tables` after the sort, in one compiled pass per table.
+
+    Every sum runs in the order of the numpy expressions it replaced
+    (sequential prefix sums, ``R`` summed from the tail), so the tables are
+    bit-identical to theirs.  One kernel instead of eight numpy passes with
+    gathers and scatters took :func:`row_tables` from 4.3-4.9 to 3.6-4.1
+    times one ``np.argsort`` of the row (V = 49,152 and 151,936).
+    """
+    V = p.shape[0]
+    m = asc.shape[0]
+    pa = np.empty(m)
+    qa = np.empty(m)
+    for k in range(m):
+        pa[k] = p[asc[k]]
+        qa[k] = q[asc[k]]
+    kbest = _prefix_argmin(pa, qa, n)
+    nT = m - kbest
+    # T (ratios above the optimal prefix), then H*, each by p/q descending.
+    order = np.empty(m, dtype=np.int64)
+    ps = np.empty(m)
+    qs = np.empty(m)
+    for t in range(m):
+        k = m - 1 - t if t < nT else kbest - 1 - (t - nT)
+        order[t] = asc[k]
+        ps[t] = pa[k]
+        qs[t] = qa[k]
+    R = np.zeros(m + 1)
+    acc = 0.0
+    for t in range(m - 1, -1, -1):  # summed from the tail, as the reference
+        acc += qs[t]
+        R[t] = acc
     g, ys = _densities(ps, qs, R, nT, n)
     pos = np.full(V, -1, dtype=np.int64)
-    pos[order] = np.arange(order.shape[0])
     y = np.zeros(V)
-    y[order] = ys
+    for t in range(m):
+        pos[order[t]] = t
+        y[order[t]] = ys[t]
     return order, nT, R, g, y, pos
 
 
