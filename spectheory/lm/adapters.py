@@ -188,6 +188,8 @@ def normal_loss(spec) -> str:
 
     >>> normal_loss("1*kl"), normal_loss("0.50*kl + alpha:04:iid + 0*tv")
     ('kl', '0.5*kl+alpha:4:iid')
+    >>> normal_loss("0.5*kl+0.5*kl+alpha:2:iid+alpha:02:iid")
+    'kl+2.0*alpha:2:iid'
     """
     if spec == "kl":  # the default: no torch import
         return "kl"
@@ -199,13 +201,9 @@ def normal_loss(spec) -> str:
         terms = parse_loss(spec)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"loss {spec!r} is invalid: {exc}") from None
-    kept = [(_normal_name(name), w) for name, w in terms.items() if w != 0]
+    # parse_loss has merged repeated terms and written alpha:0N as alpha:N
+    kept = [(name, w) for name, w in terms.items() if w != 0]
     return "+".join(n if w == 1 else f"{w!r}*{n}" for n, w in kept)
-
-
-def _normal_name(name):
-    head, *rest = name.split(":")
-    return f"alpha:{int(rest[0])}:{rest[1]}" if head == "alpha" else name
 
 
 def loss_suffix(loss) -> str:

@@ -49,23 +49,33 @@ def parse_loss(spec) -> dict[str, float]:
     ----------
     spec : str or mapping
         ``"kl"``, ``"tv"``, ``"alpha:N:LAW"``, a ``+``-separated weighted sum
-        such as ``"0.1*kl+alpha:4:iid"``, or a mapping ``{name: weight}``.
+        such as ``"0.1*kl+alpha:4:iid"`` (a name written twice gets the sum
+        of its weights), or a mapping ``{name: weight}``.
 
     Examples
     --------
     >>> parse_loss("0.1*kl+alpha:4:iid")
     {'kl': 0.1, 'alpha:4:iid': 1.0}
+    >>> parse_loss("0.5*kl+tv+0.5*kl+alpha:04:iid+alpha:4:iid")
+    {'kl': 1.0, 'tv': 1.0, 'alpha:4:iid': 2.0}
     """
     if isinstance(spec, str):
         parts = {}
         for term in spec.split("+"):
             weight, _, name = term.strip().rpartition("*")
             try:
-                parts[name.strip()] = float(weight) if weight else 1.0
+                w = float(weight) if weight else 1.0
             except ValueError:
                 raise InvalidParameterError(
                     f"loss term {term!r} must be NAME or WEIGHT*NAME; got weight {weight!r}"
                 ) from None
+            if not math.isfinite(w) or w < 0:
+                raise InvalidParameterError(
+                    f"loss weight of {name.strip()!r} must be finite and >= 0; got {w}"
+                )
+            # A name given twice is one term with the summed weight ("kl+kl" is 2 kl),
+            # as the sum it writes; the last weight alone would drop the others.
+            parts[name.strip()] = parts.get(name.strip(), 0.0) + w
         spec = parts
     if not isinstance(spec, Mapping) or not spec:
         raise InvalidParameterError(f"loss must be a name or a non-empty mapping; got {spec!r}")
@@ -75,7 +85,8 @@ def parse_loss(spec) -> dict[str, float]:
         w = float(weight)
         if not math.isfinite(w) or w < 0:
             raise InvalidParameterError(f"loss weight of {name!r} must be finite and >= 0; got {w}")
-        out[name] = w
+        key = _canonical(name)  # "alpha:04:iid" is "alpha:4:iid": one term, summed weights
+        out[key] = out.get(key, 0.0) + w
     if not any(out.values()):
         raise InvalidParameterError(f"loss weights are all zero: {out}")
     return out
@@ -92,6 +103,11 @@ def _check_name(name):
         f"loss name must be 'kl', 'tv' or 'alpha:N:LAW' with N >= 1 and LAW in "
         f"{', '.join(SAMPLINGS)}; got {name!r}"
     )
+
+
+def _canonical(name):
+    head, *rest = str(name).split(":")
+    return f"alpha:{int(rest[0])}:{rest[1]}" if head == "alpha" else str(name)
 
 
 def _term(name, p, logq):

@@ -142,9 +142,23 @@ def test_parse_loss():
         "tv": 2.0,
         "alpha:3:without_replacement": 0.5,
     }
-    for bad in ["bogus", "alpha:0:iid", "alpha:2:bogus", "x*kl", "0*kl", {"kl": -1.0}, {}]:
+    for bad in [
+        "bogus",
+        "alpha:0:iid",
+        "alpha:2:bogus",
+        "x*kl",
+        "0*kl",
+        {"kl": -1.0},
+        {},
+        "-1*kl+tv",
+        "inf*tv",
+    ]:
         with pytest.raises(InvalidParameterError):
             parse_loss(bad)
+    # a name written twice is one term with the summed weight (the last weight alone had
+    # silently halved "0.5*kl+0.5*kl")
+    assert parse_loss("0.5*kl+0.5*kl") == {"kl": 1.0}
+    assert parse_loss("kl+2*tv+kl") == {"kl": 2.0, "tv": 2.0}
 
 
 def test_losses_equal_their_definitions():
@@ -161,6 +175,8 @@ def test_losses_equal_their_definitions():
         ("alpha:1:iid", tv),  # one draft: alpha* = sum min(p, q)
         ("alpha:4:iid", (-np.log(st.bound(p, q, 4))).mean()),
         ("0.5*kl+2*tv", 0.5 * kl + 2 * tv),
+        ("0.5*kl+0.5*kl", kl),
+        ("tv + kl + tv", kl + 2 * tv),
     ]:
         got = float(draft_loss(spec, pt, zt))
         assert abs(got - want) <= 1e-11 * max(1.0, abs(want)), spec
