@@ -45,7 +45,8 @@ class SolverError(SpecTheoryError, RuntimeError):
 
 
 class VerifierError(SpecTheoryError, RuntimeError):
-    """A verifier under test raised an exception of its own (chained as ``__cause__``)."""
+    """A verifier under test raised an exception of its own (chained as ``__cause__``), or
+    is not deterministic given its coins (:func:`spectheory.coins.enumerate_outcomes`)."""
 
 
 class TraceError(SpecTheoryError, ValueError):

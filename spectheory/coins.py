@@ -49,9 +49,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._errors import InstanceTooLargeError, InvalidParameterError
+from ._errors import InstanceTooLargeError, InvalidParameterError, VerifierError
 
 __all__ = [
+    "NotDeterministicError",
     "PROB_TOLERANCE",
     "SUM_TOLERANCE",
     "Coins",
@@ -229,13 +230,21 @@ class EnumerationCoins:
     (``1 - prob``); a branch whose probability is not positive is pruned.
     """
 
-    def __init__(self, path=()):
+    def __init__(self, path=(), expected=()):
         self.path = list(path)
+        # the options each coin of the path offered on the run that recorded it
+        self.expected = list(expected)
         self.choices: list[tuple[list, int]] = []
         self.weight = 1
 
     def _take(self, options):
         d = len(self.choices)
+        if d < len(self.expected) and options != self.expected[d]:
+            raise NotDeterministicError(
+                f"the function is not deterministic given its coins: its coin {d} offered "
+                f"{_describe(self.expected[d])} on one run and {_describe(options)} on the "
+                "next along the same branches; it must draw all its randomness from coins"
+            )
         k = self.path[d] if d < len(self.path) else 0
         self.choices.append((options, k))
         value, prob = options[k]
@@ -252,12 +261,27 @@ class EnumerationCoins:
         return self._take([(i, v) for i, v in enumerate(probs) if v > 0])
 
 
+class NotDeterministicError(VerifierError):
+    """A function enumerated by :func:`enumerate_outcomes` is not deterministic given its coins."""
+
+
+def _describe(options):
+    shown = ", ".join(f"{v!r}: {p}" for v, p in options[:4])
+    return "{" + shown + (", ..." if len(options) > 4 else "") + "}"
+
+
 def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
     """The exact law of ``fn(coins)`` over every branch of every coin it flips.
 
     Depth-first search by re-execution: ``fn`` is run once per leaf of its
-    coin tree, each time along a recorded branch path.  ``fn`` must be
-    deterministic given its coins.
+    coin tree, each time along a recorded branch path (and the first leaf
+    twice).  ``fn`` must be deterministic given its coins; one that is not
+    (it draws from another source of randomness, such as ``np.random``) is
+    refused with :class:`~spectheory.VerifierError` where a run shows it: a
+    coin offering other branches or probabilities than on an earlier run along
+    the same path, a run stopping before the path's end, or the first leaf's
+    two runs differing.  (A function random elsewhere can still escape every
+    run; :func:`spectheory.check_lossless` tests its samples statistically.)
 
     Parameters
     ----------
@@ -281,10 +305,26 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
     """
     law: dict = {}
     path: list[int] = []
+    expected: list = []
     leaves = 0
     while True:
-        coins = EnumerationCoins(path)
+        coins = EnumerationCoins(path, expected)
         outcome = fn(coins)
+        if len(coins.choices) < len(path):
+            raise NotDeterministicError(
+                f"the function is not deterministic given its coins: a run along branches "
+                f"{path} stopped after {len(coins.choices)} coins, where an earlier run flipped "
+                "more; it must draw all its randomness from coins"
+            )
+        if leaves == 0:  # one repeat of the first leaf: same coins, same outcome
+            again = EnumerationCoins(path, [o for o, _ in coins.choices])
+            repeat = fn(again)
+            if repeat != outcome or len(again.choices) != len(coins.choices):
+                raise NotDeterministicError(
+                    f"the function is not deterministic given its coins: two runs with the same "
+                    f"coins returned {outcome!r} and {repeat!r}; it must draw all its randomness "
+                    "from coins"
+                )
         law[outcome] = law.get(outcome, 0) + coins.weight
         leaves += 1
         if leaves > max_leaves:
@@ -298,3 +338,4 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
         if d < 0:
             return law
         path = [k for _, k in coins.choices[:d]] + [coins.choices[d][1] + 1]
+        expected = [o for o, _ in coins.choices[: d + 1]]

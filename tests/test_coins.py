@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spectheory import InstanceTooLargeError, InvalidParameterError
+from spectheory import InstanceTooLargeError, InvalidParameterError, VerifierError
 from spectheory.coins import (
     Coins,
     EnumerationCoins,
+    NotDeterministicError,
     RandomCoins,
     ReplayCoins,
     enumerate_outcomes,
@@ -139,3 +140,67 @@ def test_enumeration_of_independent_draws_is_the_product_law(rows):
 def test_enumeration_refuses_too_many_leaves():
     with pytest.raises(InstanceTooLargeError, match="max_leaves"):
         enumerate_outcomes(lambda c: tuple(c.bernoulli(0.5) for _ in range(8)), max_leaves=100)
+
+
+def _flaky(script):
+    """fn(coins) whose coin requests or outcome follow ``script`` (one entry per run):
+    randomness from outside the coins, as a verifier that also calls np.random has."""
+    runs = iter(script)
+
+    def fn(coins):
+        kind = next(runs)
+        if kind == "none":
+            return 7
+        if kind == "other-probs":
+            return coins.categorical([0.25, 0.75])
+        if kind == "plus-one":
+            return coins.categorical([0.5, 0.5]) + 1
+        return coins.categorical([0.5, 0.5])
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("script", "match"),
+    [
+        # the first leaf run twice: same coins, another outcome
+        (["coin", "plus-one"], "two runs with the same coins returned 0 and 1"),
+        # the second leaf's run stops before the path's coin
+        (["coin", "coin", "none"], r"a run along branches \[1\] stopped after 0 coins"),
+        # the path's coin offers other probabilities than when it was recorded
+        (["coin", "coin", "other-probs"], "its coin 0 offered"),
+    ],
+)
+def test_enumeration_refuses_a_function_random_outside_its_coins(script, match):
+    with pytest.raises(NotDeterministicError, match=match) as info:
+        enumerate_outcomes(_flaky(script))
+    assert isinstance(info.value, VerifierError)
+
+
+def test_the_exact_law_names_a_verifier_random_outside_its_coins():
+    """Audit: a coins-protocol verifier that also drew from np.random got an exact law that
+    changed with np.random's seed; now the enumeration refuses it and names it."""
+    import spectheory as stt
+
+    calls = iter([True, False] * 10)
+
+    def leaky(p, q, drafts, coins, *, sampling):
+        x = drafts[0]
+        if next(calls):  # accept on one run, resample on the next: not a function of coins
+            return x
+        return coins.categorical([0.5, 0.5, 0.0])
+
+    with pytest.raises(NotDeterministicError, match="verifier 'leaky', drafts"):
+        stt.output_distribution(leaky, [0.3, 0.4, 0.3], [0.6, 0.3, 0.1])
+
+
+def test_a_deterministic_function_runs_its_first_leaf_twice_and_no_other():
+    runs = []
+
+    def fn(coins):
+        runs.append(1)
+        return coins.categorical([0.2, 0.3, 0.5]) + 2 * coins.bernoulli(0.5)
+
+    law = enumerate_outcomes(fn)
+    assert len(runs) == 6 + 1  # 3 x 2 leaves, the first one twice
+    assert abs(sum(law.values()) - 1) < 1e-15

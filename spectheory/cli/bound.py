@@ -44,10 +44,8 @@ def add_parser(subparsers):
             "Without --target/--draft it runs the built-in example (docs/theory.md §8.1)."
         ),
     )
-    b.add_argument(
-        "--target", default=",".join(map(str, EXAMPLE_TARGET)), help="p, comma-separated"
-    )
-    b.add_argument("--draft", default=",".join(map(str, EXAMPLE_DRAFT)), help="q, comma-separated")
+    b.add_argument("--target", default=None, help="p, comma-separated (with --draft)")
+    b.add_argument("--draft", default=None, help="q, comma-separated (with --target)")
     b.add_argument("--n", type=positive_int, nargs="+", default=list(DEFAULT_NS),
                    help="numbers of drafts (default: %(default)s)")  # fmt: skip
     b.add_argument("--sampling", default="all",
@@ -80,6 +78,15 @@ def run(args) -> int:
     check_choice(args.sampling, "--sampling", (*SAMPLINGS, "all"))
     check_choice(args.method, "--method", METHODS)
     exact = args.method in ("maxflow", "enumerate")
+    if (args.target is None) != (args.draft is None):
+        # one alone would be paired with the example's other vector, silently
+        given, missing = ("--target", "--draft") if args.draft is None else ("--draft", "--target")
+        raise usage_error(
+            f"{given} needs {missing}: give both, or neither for the built-in example"
+        )
+    if args.target is None:
+        args.target = ",".join(map(str, EXAMPLE_TARGET))
+        args.draft = ",".join(map(str, EXAMPLE_DRAFT))
     target = numbers(args.target, "--target", exact)
     draft = numbers(args.draft, "--draft", exact)
     samplings = SAMPLINGS if args.sampling == "all" else (args.sampling,)

@@ -35,7 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from .._errors import InstanceTooLargeError, InvalidParameterError, SpecTheoryError, VerifierError
-from ..coins import enumerate_outcomes
+from ..coins import NotDeterministicError, enumerate_outcomes
 from ..drafting import greedy_split
 from ..verifiers._api import check_instance
 from ._tuples import ordered_draft_law
@@ -108,7 +108,22 @@ def exact_row(function, p, q, n, sampling, *, max_calls=MAX_CALLS):
             law[y] = law[y] + weight * w
             if y in members:
                 acc = acc + weight * w
-    return law, acc
+    return law, _probability(acc)
+
+
+#: Largest excess over 1 of a float acceptance taken as rounding (then 1).
+_ROUNDING = 1e-12
+
+
+def _probability(acc):
+    """A float acceptance that rounding carried above 1 by at most :data:`_ROUNDING`, as 1.
+
+    Sums of float products can exceed 1 by a few ulp (1.0000000000000002 for
+    ``optimal`` at p = (0.58, 0.42), q = (0.45, 0.55), n = 2); Fractions are exact.
+    """
+    if not isinstance(acc, Fraction) and 1 < acc <= 1 + _ROUNDING:
+        return 1.0
+    return acc
 
 
 def _enumerate(function, p, q, drafts, sampling, budget):
@@ -138,6 +153,10 @@ def _enumerate(function, p, q, drafts, sampling, budget):
         raise InstanceTooLargeError(f"exact enumeration exceeded MAX_CALLS = {MAX_CALLS} runs")
     try:
         cond = enumerate_outcomes(run, max_leaves=budget)
+    except NotDeterministicError as exc:
+        raise NotDeterministicError(
+            f"verifier {getattr(function, '__name__', function)!r}, drafts {drafts}: {exc}"
+        ) from None
     except InstanceTooLargeError:
         raise InstanceTooLargeError(
             f"exact enumeration exceeded MAX_CALLS = {MAX_CALLS} verifier runs (the coin tree "
@@ -157,7 +176,7 @@ def _run(verifier, target, draft, n, sampling, *, closed_ok):
         if calls <= MAX_CALLS:
             rows.append(exact_row(v.function, p[b], q[b], n, sampling))
         elif closed is not None and closed_ok:
-            rows.append((None, closed(p[b], q[b], n, sampling)))
+            rows.append((None, _probability(closed(p[b], q[b], n, sampling))))
         else:
             raise _too_large(v, p.shape[1], n, sampling, calls, closed is not None)
     return rows, batched
@@ -217,6 +236,9 @@ def acceptance(verifier, target, draft, n=1, sampling=None):
     Returns
     -------
     float or Fraction, or ndarray of shape (B,) for batched input.
+        A float that rounding carried above 1 by at most 1e-12 is returned
+        as 1 (a probability; the law from :func:`output_distribution` is
+        left as summed).
 
     Raises
     ------

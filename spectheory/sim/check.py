@@ -39,6 +39,7 @@ which the noncentral chi-square exceeds the critical value with probability
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,9 +252,9 @@ def check_lossless(
     alpha : float in (0, 1)
         False-alarm rate of the verdict (split over the tests by Bonferroni).
     temperature : float
-        For traces only.
+        For traces only (with probability rows anything but 1 is refused).
     rows : array_like of int, optional
-        For traces: the positions to test (default all).
+        For traces: the positions to test (default all; refused with arrays).
     seed : optional
         Alias of ``rng`` (kept for old calls); pass one of the two.
 
@@ -283,6 +284,17 @@ def check_lossless(
         q = process_logits(target.draft_logits(draft, idx), temperature)
         p, q, _ = as_distribution_pair(p, q)
     else:
+        # both would be ignored for arrays: refuse them rather than test other rows
+        if rows is not None:
+            raise InvalidParameterError(
+                f"rows selects positions of a trace; got rows={rows!r} with array rows "
+                "(index the arrays instead)"
+            )
+        if not (isinstance(temperature, numbers.Real) and temperature == 1.0):
+            raise InvalidParameterError(
+                f"temperature processes a trace's logits; got temperature={temperature!r} with "
+                "probability rows (process logits first: spectheory.process_logits)"
+            )
         p, q, _ = as_distribution_pair(target, draft)
     check_draft_support(q, n, sampling, True)
     # Drafts and outputs from the numba kernels (registered verifiers) or the

@@ -59,6 +59,9 @@ def trace_file(tmp_path_factory):
         (["--sampling", "bogus"], "--sampling must be one of 'iid'"),
         (["--method", "bogus"], "--method must be one of"),
         (["--vocab", "100000", "--batch", "100000"], "--vocab x --batch must be at most 2**28"),
+        # one vector alone was paired with the built-in example's other one
+        (["--target", "0.5,0.25,0.25"], "--target needs --draft: give both, or neither"),
+        (["--draft", "0.5,0.5"], "--draft needs --target: give both, or neither"),
     ],
 )
 def test_bound_bad_numbers_exit_2(argv, message, capsys):

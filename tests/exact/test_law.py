@@ -243,3 +243,28 @@ def test_batched_rows_are_solved_row_by_row():
     assert abs(acc[0] - 0.82) < 1e-12
     assert abs(acc[1] - acceptance("rrs", p[1], q[1], n=2)) < 1e-15
     assert np.all(acc <= bound(p, q, n=2) + 1e-12)
+
+
+def test_a_float_acceptance_is_a_probability_even_where_rounding_passes_one():
+    """Audit: the sum of float products came out 1.0000000000000002 here (and a standard
+    error sqrt(a (1 - a)) built from it was NaN); the exact value is 1."""
+    from fractions import Fraction
+
+    import spectheory as stt
+
+    p, q = [0.58, 0.42], [0.45, 0.55]
+    assert stt.bound(p, q, 2) == 1.0
+    acc = stt.acceptance("optimal", p, q, n=2)
+    assert acc == 1.0 and isinstance(acc, float)
+    exact = stt.acceptance(
+        "optimal",
+        np.array([Fraction(58, 100), Fraction(42, 100)], dtype=object),
+        np.array([Fraction(45, 100), Fraction(55, 100)], dtype=object),
+        n=2,
+    )
+    assert exact == 1
+    # larger excesses are not rounding and are not hidden
+    from spectheory.exact._law import _probability
+
+    assert _probability(1 + 1e-9) == 1 + 1e-9
+    assert _probability(0.75) == 0.75

@@ -203,3 +203,15 @@ def test_acceptance_interval_coverage(calibration_runs):
     lo, hi = wilson_interval(k, 2400, 0.95)
     miss = stats.binom.pmf(k, 2400, exact)[(exact < lo) | (exact > hi)].sum()
     assert misses <= stats.binom.isf(1e-6, 200, miss)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"rows": [0]}, "rows selects positions of a trace"),
+     ({"temperature": -1.0}, "temperature processes a trace's logits"),
+     ({"temperature": 0.7}, "temperature processes a trace's logits")],
+)  # fmt: skip
+def test_trace_only_options_are_refused_with_arrays(kwargs, match):
+    """Audit: with probability rows, rows= and temperature= (even -1) were silently ignored."""
+    with pytest.raises(stt.InvalidParameterError, match=match):
+        stt.check_lossless("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=100, **kwargs)
