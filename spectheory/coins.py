@@ -52,11 +52,11 @@ import numpy as np
 from ._errors import InstanceTooLargeError, InvalidParameterError, VerifierError
 
 __all__ = [
-    "NotDeterministicError",
     "PROB_TOLERANCE",
     "SUM_TOLERANCE",
     "Coins",
     "EnumerationCoins",
+    "NotDeterministicError",
     "RandomCoins",
     "ReplayCoins",
     "enumerate_outcomes",
@@ -320,10 +320,14 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
             again = EnumerationCoins(path, [o for o, _ in coins.choices])
             repeat = fn(again)
             if repeat != outcome or len(again.choices) != len(coins.choices):
+                what = (
+                    f"returned {outcome!r} and {repeat!r}"
+                    if repeat != outcome
+                    else f"flipped {len(coins.choices)} and {len(again.choices)} coins"
+                )
                 raise NotDeterministicError(
                     f"the function is not deterministic given its coins: two runs with the same "
-                    f"coins returned {outcome!r} and {repeat!r}; it must draw all its randomness "
-                    "from coins"
+                    f"coins {what}; it must draw all its randomness from coins"
                 )
         law[outcome] = law.get(outcome, 0) + coins.weight
         leaves += 1
