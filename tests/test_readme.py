@@ -48,8 +48,15 @@ def test_cli_bound_exact_method_json(capsys):
     ("argv", "message"),
     [
         (["bound", "--vocab", "0", "--n", "0"], "--n: must be an integer >= 1; got 0"),
-        (["bound", "--vocab", "0", "--draft", "0.5,0.7,0.1"], "draft sums to 1.3"),
-        (["bound", "--vocab", "0", "--target", "a,b"], "--target must be comma-separated"),
+        (
+            ["bound", "--vocab", "0", "--target", "0.3,0.4,0.3", "--draft", "0.5,0.7,0.1"],
+            "draft sums to 1.3",
+        ),
+        (
+            ["bound", "--vocab", "0", "--target", "a,b", "--draft", "0.5,0.5"],
+            "--target must be comma-separated",
+        ),
+        (["bound", "--vocab", "0", "--draft", "0.5,0.7,0.1"], "--draft needs --target"),
     ],
 )
 def test_cli_errors_exit_2(argv, message, capsys):
