@@ -60,32 +60,30 @@ def parse_loss(spec) -> dict[str, float]:
     {'kl': 1.0, 'tv': 1.0, 'alpha:4:iid': 2.0}
     """
     if isinstance(spec, str):
-        parts = {}
+        terms = []
         for term in spec.split("+"):
             weight, _, name = term.strip().rpartition("*")
             try:
-                w = float(weight) if weight else 1.0
+                terms.append((name.strip(), float(weight) if weight else 1.0))
             except ValueError:
                 raise InvalidParameterError(
                     f"loss term {term!r} must be NAME or WEIGHT*NAME; got weight {weight!r}"
                 ) from None
-            if not math.isfinite(w) or w < 0:
-                raise InvalidParameterError(
-                    f"loss weight of {name.strip()!r} must be finite and >= 0; got {w}"
-                )
-            # A name given twice is one term with the summed weight ("kl+kl" is 2 kl),
-            # as the sum it writes; the last weight alone would drop the others.
-            parts[name.strip()] = parts.get(name.strip(), 0.0) + w
-        spec = parts
-    if not isinstance(spec, Mapping) or not spec:
+    elif isinstance(spec, Mapping):
+        terms = list(spec.items())
+    else:
+        terms = []
+    if not terms:
         raise InvalidParameterError(f"loss must be a name or a non-empty mapping; got {spec!r}")
     out = {}
-    for name, weight in spec.items():
+    for name, weight in terms:
         _check_name(name)
         w = float(weight)
         if not math.isfinite(w) or w < 0:
             raise InvalidParameterError(f"loss weight of {name!r} must be finite and >= 0; got {w}")
-        key = _canonical(name)  # "alpha:04:iid" is "alpha:4:iid": one term, summed weights
+        # A name given twice ("kl+kl", or "alpha:04:iid" beside "alpha:4:iid") is one term
+        # with the summed weight, as the sum it writes; the last weight alone dropped the others.
+        key = _canonical(name)
         out[key] = out.get(key, 0.0) + w
     if not any(out.values()):
         raise InvalidParameterError(f"loss weights are all zero: {out}")
