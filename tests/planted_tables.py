@@ -25,6 +25,7 @@ def planted_replay(positions, draft, acceptance_offset=0.0):
                     "position": i, "prompt_id": 0, "step": i, "draft": draft,
                     "temperature": 1.0, "n": n, "sampling": law, "verifier": "rrs",
                     "lossless": True, "bound": b, "exact": a, "mc": a,
-                    "mc_low": 0.0, "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "pit_mean": 0.5,
+                    "mc_low": 0.0, "mc_high": 1.0, "trials": 10, "chi2_p": 0.5, "impossible": 0,
+                    "pit_mean": 0.5,
                 })  # fmt: skip
     return rows

@@ -204,10 +204,14 @@ class LosslessReport:
 def _pearson(counts, p):
     """Pearson's test of one row's counts against ``p``; (p-value, cells).
 
-    Outputs of probability 0 are left out (counted as impossible outputs).
+    Cells of probability 0 cannot enter Pearson's statistic; an output there
+    refutes the target outright, so any such output gives p-value 0 (the
+    statistic of the other cells alone would look ordinary).
     """
     keep = p > 0
     r = _stats.chisquare_gof(counts[keep], p[keep])
+    if counts[~keep].any():
+        return 0.0, r.cells
     return r.pvalue, r.cells
 
 

@@ -9,8 +9,9 @@ verifier with
   exists for that draft law, else empty;
 * ``mc``, ``mc_low``, ``mc_high``: the Monte Carlo membership acceptance over
   ``trials`` trials (:func:`spectheory.simulate`) and its 95% Wilson interval;
-* ``chi2_p``: Pearson's chi-square p-value of the outputs against the target,
-  and ``pit_mean``, the mean of the randomised probability integral
+* ``chi2_p``: Pearson's chi-square p-value of the outputs against the target
+  (0 when any output has target probability 0), ``impossible``: the number of
+  such outputs (0 for a lossless verifier), and ``pit_mean``, the mean of the randomised probability integral
   transforms (1/2 under losslessness; pooled tests:
   :func:`spectheory.check_lossless`).
 
@@ -69,7 +70,8 @@ REPLAY_VERIFIERS = builtin_names("kernel")
 #: Columns of the tidy table, in order.
 COLUMNS = (
     "position", "prompt_id", "step", "draft", "temperature", "n", "sampling", "verifier",
-    "lossless", "bound", "exact", "mc", "mc_low", "mc_high", "trials", "chi2_p", "pit_mean",
+    "lossless", "bound", "exact", "mc", "mc_low", "mc_high", "trials", "chi2_p", "impossible",
+    "pit_mean",
 )  # fmt: skip
 
 
@@ -266,6 +268,7 @@ def config_rows(
                         "mc_high": hi,
                         "trials": int(T),
                         "chi2_p": float(_pearson(counts, p[b])[0]),
+                        "impossible": int(counts[p[b] == 0].sum()),
                         "pit_mean": float(pit.mean()),
                         **extra,
                     }

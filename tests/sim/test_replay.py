@@ -113,6 +113,36 @@ def test_user_verifiers_replay_in_python_with_the_same_columns(trace):
     assert any(r["mc"] < 1.0 for r in real)
 
 
+def _leaky(p, q, drafts, coins, *, sampling="iid"):
+    """Outputs the draft even where the target gives it probability 0 (w.p. 0.3)."""
+    if p[drafts[0]] == 0 and coins.bernoulli(0.3):
+        return int(drafts[0])
+    return coins.categorical(p)
+
+
+def _exact(p, q, drafts, coins, *, sampling="iid"):
+    return coins.categorical(p)
+
+
+def test_outputs_of_target_probability_zero_give_chi2_p_zero():
+    from spectheory.lm import Trace
+
+    # Targets with zeros, drafts with mass there: the leaky verifier's other
+    # cells alone would give an ordinary-looking Pearson p-value.
+    rng = np.random.default_rng(1)
+    P = rng.dirichlet(np.ones(8), size=4)
+    P[:, 5:] = 0
+    P /= P.sum(1, keepdims=True)
+    Q = rng.dirichlet(np.ones(8), size=4)
+    tr = Trace.from_arrays(P, {"d": Q}, kind="probs")
+    kw = {"ns": (1,), "samplings": ("iid",), "trials": 2000}
+    leaky = replay(tr, verifiers=(_leaky,), **kw)
+    assert all(r["impossible"] > 0 and r["chi2_p"] == 0.0 for r in leaky)
+    exact = replay(tr, verifiers=(_exact,), **kw)
+    # Lossless: no impossible output; all four p-values above 1e-4 fails w.p. < 4e-4.
+    assert all(r["impossible"] == 0 and r["chi2_p"] > 1e-4 for r in exact)
+
+
 def test_registered_user_verifier_in_a_sweep(trace, tmp_path):
     register_verifier(Verifier("first_draft", biased_rrs, samplings=("iid",), lossless=False))
     try:
