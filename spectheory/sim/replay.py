@@ -11,8 +11,9 @@ verifier with
   ``trials`` trials (:func:`spectheory.simulate`) and its 95% Wilson interval;
 * ``chi2_p``: Pearson's chi-square p-value of the outputs against the target
   (0 when any output has target probability 0), ``impossible``: the number of
-  such outputs (0 for a lossless verifier), and ``pit_mean``, the mean of the randomised probability integral
-  transforms (1/2 under losslessness; pooled tests:
+  such outputs (0 for a lossless verifier), and ``pit_mean``, the mean of
+  the randomised probability integral transforms (1/2 under losslessness;
+  pooled tests:
   :func:`spectheory.check_lossless`).
 
 :func:`replay` is a serial :func:`spectheory.sim.sweep` over a trace held in
