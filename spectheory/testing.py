@@ -5,8 +5,9 @@ For a researcher's own test suite (and spectheory's own):
 :func:`assert_exactly_lossless`
     Enumerates the verifier's exact output law (:func:`spectheory.output_distribution`)
     in :class:`fractions.Fraction` arithmetic on small vocabularies and asserts it
-    equals the target, exactly.  Without an instance it searches the edge
-    cases of :func:`distribution_pairs` with hypothesis [1]_, and the
+    equals the target, exactly.  Without an instance it checks the fixed
+    :func:`lm_like_pairs`, then searches the edge cases of
+    :func:`distribution_pairs` with hypothesis [1]_, and the
     :class:`AssertionError` names the *shrunk* (smallest) counterexample.
     Coins-protocol verifiers only: a black box has no exact law.
 :func:`assert_lossless`
@@ -59,6 +60,7 @@ __all__ = [
     "distributions",
     "draft_tuples",
     "edge_cases",
+    "lm_like_pairs",
 ]
 
 
@@ -198,9 +200,10 @@ def assert_exactly_lossless(
         On the coins protocol ``fn(p, q, drafts, coins, *, sampling)``.
     target, draft : array_like, optional
         One instance (Fractions, or floats converted to Fractions).  If
-        omitted, hypothesis searches :func:`distribution_pairs` (vocabularies
-        2 to ``max_vocab``), skipping pairs whose draft cannot supply ``n``
-        drafts under the law, and reports the shrunk counterexample.
+        omitted, the pairs of :func:`lm_like_pairs` are checked, then
+        hypothesis searches :func:`distribution_pairs` (vocabularies 2 to
+        ``max_vocab``); both skip pairs whose draft cannot supply ``n`` drafts
+        under the law, and the search reports the shrunk counterexample.
     n : int
         Number of drafts.
     sampling : str, optional
@@ -238,6 +241,14 @@ def assert_exactly_lossless(
             if message:
                 raise AssertionError(message + (f" (row {b})" if batched else ""))
         return
+    # The fixed language-model pairs first: a search of 100 examples can miss
+    # a bias that only shows where a peaked target meets a draft with mass on
+    # its light tail (the common case in practice).
+    for p, q in lm_like_pairs(max_vocab):
+        if _supported(v, q, n, sampling):
+            message = _exact_counterexample(v, p, q, n, sampling)
+            if message:
+                raise AssertionError(message)
     from hypothesis import HealthCheck, assume, given, settings
 
     @settings(
@@ -252,7 +263,51 @@ def assert_exactly_lossless(
         if message:
             raise AssertionError(message)
 
-    search()
+    try:
+        search()
+    except AssertionError:
+        raise
+    except Exception as group:  # an ExceptionGroup of several distinct failures
+        members = getattr(group, "exceptions", ())
+        first = next((e for e in members if isinstance(e, AssertionError)), None)
+        if first is None:
+            raise
+        raise AssertionError(str(first)) from group
+
+
+def lm_like_pairs(max_vocab: int = 4) -> list:
+    """Fixed exact ``(p, q)`` pairs of peaked targets and drafts with light tails.
+
+    For each vocabulary ``V = 2 .. max_vocab``: a peaked target
+    ``(1000, 1, ..., 1, 0)/Z`` against a uniform draft, against a draft peaked on
+    its tail (the reverse order), and against a draft peaked elsewhere; a
+    uniform target against a peaked draft; and the two peaked rows of a
+    near-tie ``(500, 501, 0, ...)``.  :func:`assert_exactly_lossless` checks
+    them before its hypothesis search: they are where verifiers that mistreat
+    small probabilities (thresholds, floors, skipped residual mass) fail.
+
+    >>> p, q = lm_like_pairs(2)[0]
+    >>> str(p[0]), str(p[1]), str(q[0])
+    ('1000/1001', '1/1001', '1/2')
+    """
+    if isinstance(max_vocab, bool) or not isinstance(max_vocab, int) or max_vocab < 2:
+        raise InvalidParameterError(f"max_vocab must be an int >= 2; got {max_vocab!r}")
+    out = []
+    for V in range(2, max_vocab + 1):
+        peaked = [1000] + [1] * (V - 2) + ([0] if V > 2 else [1])
+        uniform = [1] * V
+        other = [1] * V
+        other[1] = 1000
+        near_tie = [500, 501] + [0] * (V - 2)
+        for p, q in (
+            (peaked, uniform),
+            (peaked, peaked[::-1]),
+            (peaked, other),
+            (uniform, peaked),
+            (near_tie, near_tie[::-1]),
+        ):
+            out.append((_normalise(p, True), _normalise(q, True)))
+    return out
 
 
 def edge_cases(vocab: int = 50, seed: int = 0):

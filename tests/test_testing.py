@@ -18,6 +18,7 @@ from spectheory.testing import (
     distribution_pairs,
     draft_tuples,
     edge_cases,
+    lm_like_pairs,
 )
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers._ops import residual
@@ -114,6 +115,43 @@ def test_the_duplicate_draft_pitfall_is_found_exactly():
         assert_exactly_lossless(rrs_dedup, n=2, max_examples=60)
     with pytest.raises(AssertionError, match="'typical' is not lossless"):
         assert_exactly_lossless("typical", n=2, max_examples=60)
+
+
+def accept_small(p, q, drafts, coins, *, sampling="iid"):
+    """Standard SD, except that a draft of target probability in (0, 0.05) is always kept."""
+    x = drafts[0]
+    if 0 < p[x] < F(1, 20) or coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    return coins.categorical(residual(p, q))
+
+
+def offbyone(p, q, drafts, coins, *, sampling="iid"):
+    """Acceptance ratio p/q + 1/10: biased on many pairs (several distinct failures)."""
+    x = drafts[0]
+    if coins.bernoulli(min(1, p[x] / q[x] + F(1, 10))):
+        return x
+    return coins.categorical(residual(p, q))
+
+
+def test_a_bias_on_the_light_tail_is_found_by_the_default_search():
+    # Found by the fixed peaked pairs; the hypothesis search alone missed it at
+    # 100 examples (no peaked target met a draft with mass on its tail).
+    with pytest.raises(AssertionError, match="'accept_small' is not lossless"):
+        assert_exactly_lossless(accept_small, n=1)
+    with pytest.raises(AssertionError, match="'accept_small' is not lossless"):
+        assert_exactly_lossless(accept_small)  # n = 2, rrs-like drafts
+    pairs = lm_like_pairs(4)
+    assert len(pairs) == 15 and all(sum(p) == 1 == sum(q) for p, q in pairs)
+    with pytest.raises(InvalidParameterError, match="max_vocab"):
+        lm_like_pairs(1)
+
+
+def test_several_failures_raise_one_assertion_error(monkeypatch):
+    # Without the fixed pairs, hypothesis finds two distinct failures and
+    # raises an ExceptionGroup; the documented exception is AssertionError.
+    monkeypatch.setattr("spectheory.testing.lm_like_pairs", lambda max_vocab: [])
+    with pytest.raises(AssertionError, match="'offbyone' is not lossless"):
+        assert_exactly_lossless(offbyone, n=1, max_examples=60)
 
 
 def test_exact_assertion_on_a_given_instance():
