@@ -26,7 +26,11 @@ tensor             shape       meaning
 
 and optional string metadata ``kind`` (``"logits"``, the default, or
 ``"probs"``) and ``name`` (the model's name).  Any float dtype is read;
-integers must be integer tensors.
+integers must be integer tensors.  Rows given as logits that are in fact
+probabilities (every entry in [0, 1], every row summing to 1) are refused
+rather than softmaxed a second time; probabilities are checked at the
+tolerance of their own dtype (1e-4 for float32); finite logits beyond the
+storage dtype's range are refused rather than stored as ``inf``.
 
 Probabilities are stored as logits ``log p`` (``-inf`` where ``p = 0``), so
 ``process_logits(logits, temperature=1)`` gives them back.  Draft names that
@@ -66,22 +70,24 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
 def _as_matrix(x, name, kind):
-    """``x`` as a finite (N, V) float64 matrix of logits (``-inf`` allowed) or probabilities."""
-    if type(x).__module__.startswith("torch"):
-        x = x.detach().cpu().float().numpy()
-    arr = np.asarray(x)
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2 or arr.dtype.kind not in "fiu":
-        raise ShapeMismatchError(
-            f"{name} must be a real (positions, vocabulary) matrix with >= 1 row and >= 2 "
-            f"columns; got shape {arr.shape} and dtype {arr.dtype}"
-        )
-    arr = arr.astype(np.float64)
-    if kind == "probs":
-        from .._validate import as_distribution
+    """``x`` as a finite (N, V) float64 matrix of logits (``-inf`` allowed) or probabilities.
 
-        probs, _ = as_distribution(arr, name)
+    Probabilities are checked at the tolerance of their own dtype (a float32
+    softmax sums to 1 within 1e-4, not 1e-9) before the cast to float64.
+    """
+    if kind == "probs":
+        from .._validate import _to_numpy, as_distribution
+
+        arr, _ = _to_numpy(x, name)
+        _check_matrix(arr, name)
+        probs, _ = as_distribution(x, name)
         with np.errstate(divide="ignore"):
             return np.log(probs)
+    if type(x).__module__.startswith("torch"):
+        x = x.detach().cpu().double().numpy()
+    arr = np.asarray(x)
+    _check_matrix(arr, name)
+    arr = arr.astype(np.float64)
     bad = np.isnan(arr) | (arr == np.inf)
     if bad.any():
         r, c = np.argwhere(bad)[0]
@@ -92,7 +98,38 @@ def _as_matrix(x, name, kind):
     empty = np.flatnonzero(np.all(arr == -np.inf, axis=1))
     if empty.size:
         raise InvalidParameterError(f"{name} row {empty[0]} is -inf everywhere (no token possible)")
+    # Probabilities read as logits would be softmaxed a second time, silently.
+    # Real logits whose every row lies in [0, 1] and sums to 1 are practically
+    # impossible (and shifting a row by a constant leaves its law unchanged).
+    if np.all((arr >= 0) & (arr <= 1)) and np.allclose(arr.sum(axis=1), 1.0, rtol=0, atol=1e-4):
+        raise InvalidParameterError(
+            f"{name} rows are probabilities (every entry in [0, 1], every row summing to 1), "
+            f"not logits: pass kind='probs' (a file: its 'kind' metadata)"
+        )
     return arr
+
+
+def _check_matrix(arr, name):
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2 or arr.dtype.kind not in "fiu":
+        raise ShapeMismatchError(
+            f"{name} must be a real (positions, vocabulary) matrix with >= 1 row and >= 2 "
+            f"columns; got shape {arr.shape} and dtype {arr.dtype}"
+        )
+
+
+def _stored(m, dtype, name):
+    """``m`` cast to the storage dtype; refuses finite logits that the cast makes infinite."""
+    with np.errstate(over="ignore"):
+        out = m.astype(dtype)
+    over = np.isinf(out) & np.isfinite(m)
+    if over.any():
+        r, c = np.argwhere(over)[0]
+        raise InvalidParameterError(
+            f"{name} row {r} has logit {float(m[r, c])} at token {c}, beyond the range of "
+            f"{dtype} storage: subtract each row's maximum (the law is unchanged) or use "
+            f"dtype='float32'"
+        )
+    return out
 
 
 def _as_ints(x, name, n=None):
@@ -210,7 +247,7 @@ def trace_fields(
                 f"draft {key!r} has shape {m.shape}, the target {(n, v)}: the draft must have "
                 f"the target's vocabulary and number of positions"
             )
-        stored[spec] = m.astype(dtype)
+        stored[spec] = _stored(m, dtype, f"draft {key!r}")
     orders = []
     for k in ngram_orders:
         orders.append(check_positive_int(k, "ngram_orders"))
@@ -258,7 +295,8 @@ def trace_fields(
         "seed": seed,
         "prompt_file": "",
     }
-    digest = hashlib.sha256(t.astype(dtype).tobytes())
+    target_stored = _stored(t, dtype, "target")
+    digest = hashlib.sha256(target_stored.tobytes())
     for spec in sorted(stored):
         digest.update(spec.encode() + stored[spec].tobytes())
     meta = {
@@ -269,7 +307,7 @@ def trace_fields(
         "input_kind": kind,
     }
     return {
-        "target_logits": t.astype(dtype),
+        "target_logits": target_stored,
         "exit_logits": stored,
         "tokens": toks,
         "prompt_ids": pids,

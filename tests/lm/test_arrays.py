@@ -210,6 +210,45 @@ def test_from_probs_keeps_the_distributions_and_zeros():
     assert tr.target_logits[0, 2] == -np.inf
 
 
+def test_probabilities_are_never_read_as_logits(tmp_path):
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(4)
+    p, q = rng.dirichlet(np.ones(6), size=5), rng.dirichlet(np.ones(6), size=5)
+    with pytest.raises(stt.InvalidParameterError, match="target rows are probabilities"):
+        lm.Trace.from_arrays(p, {"small": q})  # kind defaults to logits
+    save_file({"target": p, "draft/small": q}, str(tmp_path / "probs.safetensors"))
+    with pytest.raises(stt.TraceError, match="pass kind='probs'"):
+        lm.load_trace(tmp_path / "probs.safetensors")  # no 'kind' metadata
+    # The same rows shifted by a constant are logits of another law, accepted.
+    tr = lm.Trace.from_arrays(p + 1.0, {"small": q + 1.0})
+    np.testing.assert_allclose(stt.process_logits(tr.target_logits, 1.0).sum(1), 1, rtol=1e-6)
+
+
+def test_float32_probabilities_use_the_float32_tolerance(tmp_path):
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(3, 49152, generator=g) * 3, dim=-1)  # float32
+    assert abs(float(p.double().sum(1).max()) - 1) > 1e-9  # beyond the float64 tolerance
+    tr = lm.Trace.from_arrays(p, {"small": p.flip(1)}, kind="probs")
+    assert tr.target_logits.shape == (3, 49152)
+    path = lm.save_arrays(tmp_path / "f32.safetensors", p.numpy(), {"s": p.numpy()}, kind="probs")
+    assert lm.load_trace(path).target_logits.shape == (3, 49152)
+    with pytest.raises(stt.InvalidDistributionError):
+        lm.Trace.from_arrays(p * 1.01, {"small": p}, kind="probs")  # 1e-2 off: refused
+
+
+def test_logits_beyond_the_storage_range_are_refused():
+    t, d = _pair()
+    t[3, 2] = 3e5  # finite, beyond float16
+    with pytest.raises(stt.InvalidParameterError, match=r"target row 3 has logit 300000\.0 at"):
+        lm.Trace.from_arrays(t, d, dtype="float16")
+    assert lm.Trace.from_arrays(t, d, dtype="float32").target_logits[3, 2] == 3e5
+    d[1, 0] = 1e39  # beyond float32
+    with pytest.raises(stt.InvalidParameterError, match="draft 'draft' row 1 has logit 1e\\+39"):
+        lm.Trace.from_arrays(t, d)
+
+
 def test_from_arrays_bad_input():
     t, d = _pair()
     with pytest.raises(stt.ShapeMismatchError, match=r"draft 'x' has shape \(12, 6\), the target"):
