@@ -97,9 +97,10 @@ class SpecDecPPResult(SolverResult):
         :math:`S^* = t_t / \\lambda^*` over target-only decoding.
     threshold : float or ndarray (m,)
         A threshold ``h`` on :math:`1 - P` that reproduces the optimal policy:
-        stop iff :math:`1 - P \\ge h` (the right end of
-        ``threshold_interval``).  For a Markov model, one per chain state
-        (the last revealed value).
+        stop iff :math:`1 - P \\ge h` (the midpoint of ``threshold_interval``,
+        so that a product computed in another order, an ulp away, decides
+        alike; ``inf`` when the policy never stops before ``k_max``).  For a
+        Markov model, one per chain state (the last revealed value).
     threshold_interval : ndarray (2,) or (m, 2)
         ``(lo, hi)``: every ``h`` with ``lo < h <= hi`` reproduces the
         policy; ``lo`` is the largest :math:`1 - P` where the policy
@@ -336,6 +337,21 @@ def _threshold_interval(levels, conts, m, markov, mask=None):
             if s.any():
                 hi[g] = min(hi[g], float(q[s].min()))
     return np.stack([lo, hi], axis=1)
+
+
+def _inner_threshold(interval):
+    """One ``h`` per group strictly inside ``(lo, hi]``: the midpoint.
+
+    The ends are themselves values of :math:`1 - P`; a user's product of the
+    same acceptances can differ from ours by an ulp, which at ``h = hi``
+    flips the decision at that state.  ``lo = -inf`` (the policy stops at
+    every state): ``hi / 2``; ``hi = inf`` (it never stops): ``inf``; no
+    threshold policy (``lo >= hi``): ``hi``, as documented.
+    """
+    lo, hi = interval[:, 0], interval[:, 1]
+    with np.errstate(invalid="ignore"):
+        mid = np.where(np.isneginf(lo), hi / 2, (lo + hi) / 2)
+    return np.where(np.isposinf(hi) | (lo >= hi), hi, mid)
 
 
 def _visited(levels, conts):
@@ -605,7 +621,8 @@ def solve_specdecpp(
     my_policy, my_h = _myopic(levels, v, p, T, lam, t_draft)
     _, myN, myD = _backward(levels, v, lam, t_draft, policy=my_policy)
     myopic_speedup = t_target * (1.0 + myN) / (t_target + t_draft * myD)
-    threshold = interval[:, 1] if markov else float(interval[0, 1])
+    h = _inner_threshold(interval)
+    threshold = h if markov else float(h[0])
     return SpecDecPPResult(
         average_cost=float(lam),
         speedup=float(t_target / lam),

@@ -432,7 +432,8 @@ def acceptance_count_pmf_positional(acceptance, gamma=None, *, kind="conditional
     Parameters
     ----------
     acceptance : array_like in [0, 1], shape (..., K)
-        See :func:`tokens_per_round_positional`.
+        See :func:`tokens_per_round_positional`; prefix input must not
+        increase (up to ``gamma``), or the law would have negative entries.
     gamma : int in [0, K], optional
         Draft length (default ``K``).
     kind : {"conditional", "prefix"}
@@ -451,6 +452,14 @@ def acceptance_count_pmf_positional(acceptance, gamma=None, *, kind="conditional
     g = K if gamma is None else _check_scalar_gamma(gamma)
     if g > K:
         raise InvalidParameterError(f"gamma must be <= K = {K} (positions given); got {g}")
+    rise = np.diff(P[..., :g], axis=-1) > 0  # P_l - P_{l+1} < 0: a negative probability
+    if rise.any():
+        idx = tuple(int(i) for i in np.argwhere(rise)[0])
+        raise InvalidParameterError(
+            f"prefix probabilities must not increase (P(A = l) = P_l - P_(l+1) would be "
+            f"negative); got P_{idx[-1] + 2} = {float(P[(*idx[:-1], idx[-1] + 1)])!r} > "
+            f"P_{idx[-1] + 1} = {float(P[idx])!r} (index {idx})"
+        )
     return _pmf_from_prefix(P[..., :g])
 
 
@@ -657,8 +666,15 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
     ``"enumerate"``
         Brute-force argmax of :math:`S` over ``0..gamma_max`` (slow oracle).
 
-    Ties :math:`S(\gamma+1) = S(\gamma)` (to relative :data:`TIE_RTOL`) go to the
-    shorter draft.
+    Ties go to the shorter draft.  ``marginal`` and ``lambertw`` call
+    :math:`\gamma \to \gamma + 1` no gain when
+    :math:`\alpha^{\gamma+1}(\gamma c + 1) \le c\,\tau(\gamma)(1 + \epsilon)`,
+    ``enumerate`` takes the shortest :math:`\gamma` whose :math:`S` is within
+    relative :math:`\epsilon` of the maximum (:math:`\epsilon` =
+    :data:`TIE_RTOL`).  Where :math:`S` is that flat (``c`` below about
+    ``1e-12``) they may return different ``gamma`` whose speed-ups agree to
+    :math:`\epsilon`.  At ``c = 0`` every method returns ``gamma_max``, capped
+    (``0`` for ``alpha = 0``, where :math:`S \equiv 1`).
 
     Parameters
     ----------
@@ -698,6 +714,13 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
         check_limit(size, "alpha.size * (gamma_max + 1)", MAX_GAMMA["enumerate"])
     solver = {"marginal": _marginal_iid, "lambertw": _lambertw_integer, "enumerate": _enumerate_iid}
     gamma, capped = solver[method](a, cc, gamma_max)
+    # c = 0: S = tau rises for every alpha > 0 (no maximum in range), and is
+    # flat at 1 for alpha = 0 (shortest draft).  In floats tau stops rising
+    # once alpha^gamma is below an ulp (or underflows), which the methods would
+    # each take for a maximum at a different gamma.
+    free = cc == 0
+    gamma = np.where(free, np.where(a > 0, gamma_max, 0), gamma).astype(np.int64)
+    capped = np.where(free, a > 0, capped)
     tau = _tau(a, gamma)
     S = tau / (gamma * cc + 1.0)
     cont = _gamma_cont(a, cc)

@@ -281,6 +281,12 @@ def test_oracle_bound_edges_and_dominance():
     assert np.all(sp.oracle_speedup(alpha, c) >= best.speedup * (1 - 1e-12))
 
 
+def test_pmf_refuses_rising_prefix_probabilities():
+    with pytest.raises(sp.InvalidParameterError, match=r"got P_2 = 0\.9 > P_1 = 0\.5"):
+        sp.acceptance_count_pmf_positional([0.5, 0.9], kind="prefix")  # was [0.5, -0.4, 0.9]
+    assert sp.acceptance_count_pmf_positional([0.5, 0.9], 1, kind="prefix").tolist() == [0.5, 0.5]
+
+
 def test_capped_and_degenerate():
     r = sp.optimal_gamma([0.0, 1.0, 0.5, 1.0], [0.0, 0.0, 0.0, 1.0], gamma_max=30)
     assert r.gamma.tolist() == [0, 30, 30, 0]
@@ -289,6 +295,11 @@ def test_capped_and_degenerate():
     assert r.speedup.tolist()[:2] == [1.0, 31.0]
     for method in sp.GAMMA_METHODS:
         assert sp.optimal_gamma(0.5, 0.0, gamma_max=30, method=method).capped
+        # Beyond the gamma where alpha^gamma falls below an ulp (about 53 here)
+        # or underflows (1074), tau no longer rises in floats: c = 0 is still capped.
+        for g_max in (100, 5000):
+            r = sp.optimal_gamma([0.5, 0.0], 0.0, gamma_max=g_max, method=method)
+            assert r.gamma.tolist() == [g_max, 0] and r.capped.tolist() == [True, False]
 
 
 @pytest.mark.parametrize(
