@@ -36,6 +36,7 @@ dropped silently.
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,6 +162,40 @@ def _from_mapping(m, where) -> SampleLog:
     return as_sample_log(m["target"], m["draft"], m["drafts"], m["outputs"], m.get("round"))
 
 
+def _unique_keys(pairs):
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise InvalidParameterError(f"repeats the key(s) {', '.join(dup)}")
+    return dict(pairs)
+
+
+def _is_id(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _check_json_row(obj, path, i):
+    """Types of one JSONL row: JSON would let 1.7, true or [[0]] through as ids."""
+    for key in ("target", "draft"):
+        row = obj[key]
+        if not isinstance(row, list) or not all(_is_number(x) for x in row):
+            raise InvalidParameterError(f"{path} line {i}: {key} must be a list of numbers")
+    bad = [x for x in obj["drafts"] if not _is_id(x)]
+    if bad:
+        raise InvalidParameterError(
+            f"{path} line {i}: drafts must be integer token ids; got {bad[0]!r}"
+        )
+    for key in ("output", "round"):
+        if key in obj and not _is_id(obj[key]):
+            raise InvalidParameterError(
+                f"{path} line {i}: {key} must be an integer; got {obj[key]!r}"
+            )
+
+
 def _load_jsonl(path: Path) -> SampleLog:
     rows = []
     with open(path) as f:
@@ -168,9 +203,11 @@ def _load_jsonl(path: Path) -> SampleLog:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, object_pairs_hook=_unique_keys)
             except json.JSONDecodeError as exc:
                 raise InvalidParameterError(f"{path} line {i} is not JSON: {exc}") from None
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(f"{path} line {i} {exc}") from None
             if not isinstance(obj, dict):
                 raise InvalidParameterError(f"{path} line {i} is not a JSON object")
             need = {"target", "draft", "drafts", "output"}
@@ -181,6 +218,7 @@ def _load_jsonl(path: Path) -> SampleLog:
                 )
             if not isinstance(obj["drafts"], list):
                 raise InvalidParameterError(f"{path} line {i}: drafts must be a list")
+            _check_json_row(obj, path, i)
             rows.append((i, obj))
     if not rows:
         raise InvalidParameterError(f"{path} holds no rows")
@@ -220,13 +258,20 @@ def load_log(path) -> SampleLog:
         raise InvalidParameterError(f"log file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
     if suffix == ".npz":
+        if not zipfile.is_zipfile(path):  # else np.load would try it as a pickle
+            raise InvalidParameterError(f"{path} is not a readable .npz file (not a zip archive)")
         try:
             with np.load(path, allow_pickle=False) as z:
-                return _from_mapping({k: z[k] for k in z.files}, str(path))
+                arrays = {k: z[k] for k in z.files}
         except ValueError as exc:
             if "pickle" in str(exc):
                 raise InvalidParameterError(f"{path} holds pickled objects; not read") from None
-            raise
+            raise InvalidParameterError(f"{path} is not a readable .npz file: {exc}") from None
+        except (OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise InvalidParameterError(
+                f"{path} is not a readable .npz file ({type(exc).__name__}: {exc})"
+            ) from None
+        return _from_mapping(arrays, str(path))
     if suffix == ".safetensors":
         _, tensors = _files.read_safetensors(path, "log file")
         return _from_mapping(tensors, str(path))

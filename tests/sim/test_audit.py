@@ -161,6 +161,35 @@ def test_bad_logs_raise_naming_the_row(tmp_path):
         load_log(tmp_path / "log.txt")
 
 
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ('"drafts": [1.7], "output": 0', r"line 2: drafts must be integer token ids; got 1\.7"),
+        ('"drafts": [[0]], "output": 0', r"drafts must be integer token ids; got \[0\]"),
+        ('"drafts": [true], "output": 0', "drafts must be integer token ids; got True"),
+        ('"drafts": [0], "output": true', "output must be an integer; got True"),
+        ('"drafts": [0], "output": 0, "output": 1', "line 2 repeats the key"),
+    ],
+)
+def test_jsonl_ids_are_never_coerced(tmp_path, line, match):
+    # JSON lets a float, a bool, a nested list or a repeated key through; each
+    # was coerced (1.7 -> 1, true -> 1, the last "output" kept) and audited.
+    good = '{"target": [0.5, 0.5], "draft": [0.5, 0.5], "drafts": [0], "output": 0}'
+    path = tmp_path / "log.jsonl"
+    path.write_text(good + '\n{"target": [0.5, 0.5], "draft": [0.5, 0.5], ' + line + "}\n")
+    with pytest.raises(InvalidParameterError, match=match):
+        load_log(path)
+
+
+def test_unreadable_npz_is_a_named_error(tmp_path):
+    (tmp_path / "empty.npz").write_bytes(b"")
+    with pytest.raises(InvalidParameterError, match=r"not a readable \.npz file"):
+        load_log(tmp_path / "empty.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip file at all")
+    with pytest.raises(InvalidParameterError, match=r"not a readable \.npz file"):
+        load_log(tmp_path / "junk.npz")
+
+
 def test_acceptance_table_by_depth_and_slot(tmp_path):
     """Depth acceptance of a correct chain: the rows' mean bound sum min(p, q) lies inside.
 
