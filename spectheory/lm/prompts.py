@@ -96,17 +96,20 @@ CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for c, _ in PROMPTS))
 def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
     """Read a prompt file: ``((category, content, mode), ...)``.
 
-    Two layouts, by extension:
+    Two layouts, by extension (in any case):
 
-    ``.jsonl``
+    ``.jsonl`` or ``.json``
         One JSON object per non-blank line, with exactly one of ``"prompt"``
         (a string: one user turn, put through the tokenizer's chat template
         when it has one, else used raw), ``"text"`` (a string used raw, no
         template) or ``"messages"`` (a list of ``{"role", "content"}``
         objects: a chat, which needs a chat template); and optionally
-        ``"category"`` (a string, default ``"file"``).
+        ``"category"`` (a string, default ``"file"``); no other key, none
+        twice.  A ``.json`` file may also be one JSON array of such objects.
     any other extension (``.txt``)
         One prompt per non-blank line, each one user turn (as ``"prompt"``).
+        A line that is a JSON prompt object is refused (a JSON file under
+        another name would otherwise reach the model as raw JSON).
 
     ``mode`` is ``"user"``, ``"raw"`` or ``"messages"``.
 
@@ -131,26 +134,59 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
 
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidParameterError(f"prompt file {str(path)!r} cannot be read: {exc}") from None
-    out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"prompt file {str(path)!r} line {n}"
-        if path.suffix != ".jsonl":
-            out.append(("file", line.strip(), "user"))
-            continue
+    is_json = path.suffix.lower() in (".jsonl", ".json")
+
+    def unique(pairs):
+        keys = [k for k, _ in pairs]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise InvalidParameterError(f"repeats the key(s) {dup}")
+        return dict(pairs)
+
+    def parse(chunk, where):
         try:
-            doc = json.loads(line)
+            return json.loads(chunk, object_pairs_hook=unique)
         except json.JSONDecodeError as exc:
             raise InvalidParameterError(f"{where} is not JSON: {exc}") from None
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{where} {exc}") from None
+
+    entries = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if is_json and text.lstrip().startswith("["):  # one JSON array of objects
+        docs = parse(text, f"prompt file {str(path)!r}")
+        entries = [(f"item {k}", d) for k, d in enumerate(docs)]
+    out = []
+    for n, line in entries:
+        where = f"prompt file {str(path)!r} {'line ' if isinstance(n, int) else ''}{n}"
+        if not is_json:
+            stripped = line.strip()
+            if stripped.startswith("{") and stripped.endswith("}"):
+                try:
+                    looks = set(json.loads(stripped)) & {"prompt", "text", "messages"}
+                except (json.JSONDecodeError, TypeError):
+                    looks = set()
+                if looks:  # a JSON prompt file under another suffix: never sent raw
+                    raise InvalidParameterError(
+                        f"{where} is a JSON prompt object, but the file's suffix "
+                        f"{path.suffix!r} means one plain-text prompt per line; name it .jsonl"
+                    )
+            out.append(("file", stripped, "user"))
+            continue
+        doc = line if isinstance(n, str) else parse(line, where)
         keys = [k for k in ("prompt", "text", "messages") if isinstance(doc, dict) and k in doc]
         if len(keys) != 1:
             raise InvalidParameterError(
                 f"{where} must be an object with exactly one of 'prompt', 'text' or "
-                f"'messages'; got {line.strip()[:80]!r}"
+                f"'messages'; got {json.dumps(doc)[:80]!r}"
+            )
+        extra = sorted(set(doc) - {keys[0], "category"})
+        if extra:
+            raise InvalidParameterError(
+                f"{where} has unknown key(s) {extra}; expected one of 'prompt', 'text', "
+                f"'messages' and optionally 'category'"
             )
         category = doc.get("category", "file")
         content = doc[keys[0]]

@@ -348,6 +348,30 @@ def test_prompt_files(tmp_path):
         lm.load_prompts(tmp_path / "none.txt")
 
 
+def test_json_prompt_files_are_never_sent_raw(tmp_path):
+    # .json and .JSONL went through the plain-text layout: the model got the
+    # JSON text itself as the prompt, and the category was lost.
+    want = (("poems", "Write a haiku about rain.", "user"),)
+    line = '{"prompt": "Write a haiku about rain.", "category": "poems"}\n'
+    for name in ("p.json", "p.JSONL", "p.Jsonl"):
+        (tmp_path / name).write_text(line)
+        assert lm.load_prompts(tmp_path / name) == want
+    (tmp_path / "a.json").write_text("[" + line.strip() + "]")
+    assert lm.load_prompts(tmp_path / "a.json") == want
+    (tmp_path / "p.txt").write_text(line)
+    with pytest.raises(stt.InvalidParameterError, match="line 1 is a JSON prompt object"):
+        lm.load_prompts(tmp_path / "p.txt")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "sytem": "Be brief."}\n')
+    with pytest.raises(stt.InvalidParameterError, match=r"unknown key\(s\) \['sytem'\]"):
+        lm.load_prompts(bad)
+    bad.write_text('{"prompt": "a", "prompt": "b"}\n')
+    with pytest.raises(stt.InvalidParameterError, match="line 1 repeats the key"):
+        lm.load_prompts(bad)
+    (tmp_path / "brace.txt").write_text("{not json, a prompt in braces}\n")
+    assert lm.load_prompts(tmp_path / "brace.txt")[0][1] == "{not json, a prompt in braces}"
+
+
 def test_prompt_file_content_is_in_the_key(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECTHEORY_CACHE", str(tmp_path))
     f = tmp_path / "p.txt"
