@@ -69,6 +69,40 @@ def read_safetensors(path, what: str, framework: str = "numpy"):
         raise TraceError(f"{what} {str(path)!r} does not exist")
     try:
         with safe_open(str(path), framework=framework) as f:
-            return f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}
+            keys = list(f.keys())
+            bf16 = _bfloat16_keys(path) if framework == "numpy" else set()
+            tensors = {k: f.get_tensor(k) for k in keys if k not in bf16}
+            tensors |= {k: _read_bfloat16(path, k) for k in bf16}
+            return f.metadata() or {}, {k: tensors[k] for k in keys}
     except (SafetensorError, OSError, ValueError) as exc:
         raise TraceError(f"{what} {str(path)!r} is truncated or not safetensors: {exc}") from None
+
+
+def _header(path):
+    import json
+    import struct
+
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(size)), 8 + size
+
+
+def _bfloat16_keys(path) -> set:
+    """Tensors stored as bfloat16, which numpy has no dtype for."""
+    header, _ = _header(path)
+    return {k for k, v in header.items() if k != "__metadata__" and v.get("dtype") == "BF16"}
+
+
+def _read_bfloat16(path, key):
+    """A bfloat16 tensor as float32, exactly: bfloat16 is the top half of a float32."""
+    import numpy as np
+
+    header, start = _header(path)
+    entry = header[key]
+    lo, hi = entry["data_offsets"]
+    with open(path, "rb") as f:
+        f.seek(start + lo)
+        raw = np.frombuffer(f.read(hi - lo), dtype="<u2")
+    if raw.size != int(np.prod(entry["shape"], dtype=np.int64)):
+        raise ValueError(f"tensor {key!r} holds {raw.size} bfloat16 values, not {entry['shape']}")
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])

@@ -238,6 +238,21 @@ def test_float32_probabilities_use_the_float32_tolerance(tmp_path):
         lm.Trace.from_arrays(p * 1.01, {"small": p}, kind="probs")  # 1e-2 off: refused
 
 
+def test_bfloat16_array_files_are_read_exactly(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(1)
+    t, d = torch.randn(4, 6, generator=g), torch.randn(4, 6, generator=g)
+    save_file({"target": t.bfloat16(), "draft/small": d.bfloat16()}, str(tmp_path / "b.st"))
+    (tmp_path / "b.st").rename(tmp_path / "b.safetensors")
+    tr = lm.load_trace(tmp_path / "b.safetensors")  # numpy has no bfloat16: was a TypeError
+    np.testing.assert_array_equal(tr.target_logits, t.bfloat16().float().numpy())
+    np.testing.assert_array_equal(
+        tr.draft_logits("logits:small", np.arange(4)), d.bfloat16().float().numpy()
+    )
+
+
 def test_logits_beyond_the_storage_range_are_refused():
     t, d = _pair()
     t[3, 2] = 3e5  # finite, beyond float16
