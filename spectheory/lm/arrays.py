@@ -261,9 +261,13 @@ def trace_fields(
     order = np.unique(pids)
     starts = np.searchsorted(pids, pids, side="left")
     st = np.arange(n) - starts if steps is None else _as_ints(steps, "steps", n)
-    if np.any(st < 0) or np.any(st > np.arange(n) - starts):
+    same_prompt = pids[1:] == pids[:-1]
+    if np.any(st < 0) or np.any(st > np.arange(n) - starts) or np.any(
+        same_prompt & (st[1:] <= st[:-1])
+    ):
         raise InvalidParameterError(
-            "steps must count the positions of each prompt's continuation from 0 up"
+            "steps must count the positions of each prompt's continuation from 0 up "
+            "(increasing within a prompt, never repeated)"
         )
     toks = np.argmax(t, axis=1) if tokens is None else _as_ints(tokens, "tokens", n)
     if toks.size and (toks.min() < 0 or toks.max() >= v):

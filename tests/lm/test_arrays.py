@@ -274,6 +274,8 @@ def test_from_arrays_bad_input():
         lm.Trace.from_arrays(np.full((2, 3), 0.5), np.full((2, 3), 1 / 3), kind="probs")
     with pytest.raises(stt.InvalidParameterError, match="non-decreasing"):
         lm.Trace.from_arrays(t, d, prompt_ids=np.arange(12)[::-1])
+    with pytest.raises(stt.InvalidParameterError, match="never repeated"):  # was accepted
+        lm.Trace.from_arrays(t, d, steps=[0, 1, 2, 3, 3, 5, 6, 7, 8, 9, 10, 11])
     with pytest.raises(stt.InvalidParameterError, match="ngram_orders needs tokens"):
         lm.Trace.from_arrays(t, d, ngram_orders=(3,))
     with pytest.raises(stt.InvalidParameterError, match="n-gram drafts are rebuilt"):
