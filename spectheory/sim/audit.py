@@ -116,6 +116,34 @@ def _bound(p, q, d, sampling, first):
     return beta
 
 
+def _check_draft_law(q, d, sampling):
+    """Refuse drafts the declared law cannot produce (the bound would be the wrong one).
+
+    Without replacement and greedy drafts are distinct; greedy drafts of a row
+    with ``n >= 2`` include ``n - 1`` most likely draft tokens (any tie order).
+    """
+    if sampling == "iid":
+        return
+    for r in range(d.shape[0]):
+        row = d[r][d[r] >= 0]
+        if np.unique(row).size != row.size:
+            x = int(next(t for t in row if np.count_nonzero(row == t) > 1))
+            raise InvalidParameterError(
+                f"drafts row {r} repeats token {x}: impossible under sampling={sampling!r} "
+                f"(distinct drafts); was the log drawn i.i.d.?"
+            )
+        k = row.size - 1
+        if sampling == "greedy" and k >= 1:
+            thr = np.partition(q[r], -k)[-k]  # the k-th largest draft probability
+            must = np.flatnonzero(q[r] > thr)
+            tied = np.count_nonzero(q[r][row] == thr)
+            if not np.isin(must, row).all() or tied < k - must.size:
+                raise InvalidParameterError(
+                    f"drafts row {r} ({row.tolist()}) lacks the {k} most likely draft tokens "
+                    f"that sampling='greedy' always drafts"
+                )
+
+
 def check_lossless_from_samples(
     target,
     draft=None,
@@ -146,7 +174,9 @@ def check_lossless_from_samples(
     round : array_like of int (N,), optional
         Verification round of each row (used by the acceptance metrics only).
     sampling : {"iid", "without_replacement", "greedy"}
-        Law of the drafts, for the acceptance bound.
+        Law of the drafts, for the acceptance bound; drafts it cannot
+        produce (a repeat without replacement, greedy drafts that miss the
+        top ``n - 1`` of ``q``) raise :class:`~spectheory.InvalidParameterError`.
     alpha : float in (0, 1)
         False-alarm rate of the verdict.
     rng : int, Generator or None
@@ -183,6 +213,7 @@ def check_lossless_from_samples(
     top = check_positive_int(top, "top")
     gen = check_rng(0 if rng is None else rng)
     p, q, d, y = log.target, log.draft, log.drafts, log.outputs
+    _check_draft_law(q, d, sampling)
     N = y.size
     rows = np.arange(N)
 

@@ -249,3 +249,18 @@ def test_cli_audit(tmp_path, capsys):
              drafts=np.zeros((2, 1), dtype=int), outputs=np.array([0, 9]))  # fmt: skip
     assert main(["audit", str(tmp_path / "short.npz")]) == ExitCode.USAGE
     assert "outputs row 1 holds token 9" in capsys.readouterr().err
+
+
+def test_drafts_the_declared_law_cannot_produce_are_refused():
+    p = np.tile([0.4, 0.3, 0.2, 0.1], (2, 1))
+    q = np.tile([0.1, 0.2, 0.3, 0.4], (2, 1))
+    y = np.array([3, 2])
+    with pytest.raises(InvalidParameterError, match="row 1 repeats token 2"):
+        audit(p, q, [[3, 1], [2, 2]], y, sampling="without_replacement")
+    with pytest.raises(InvalidParameterError, match="lacks the 2 most likely"):
+        audit(p, q, [[3, 2, 0], [1, 0, 3]], y, sampling="greedy")
+    # Consistent logs pass the check (greedy: top 2 of q = {3, 2}, in any order; ties too).
+    audit(p, q, [[3, 2, 0], [2, 3, 1]], y, sampling="greedy")
+    tie = np.tile([0.1, 0.3, 0.3, 0.3], (2, 1))
+    audit(p, tie, [[3, 1, 0], [2, 1, 3]], y, sampling="greedy")
+    audit(p, q, [[3, 3], [2, 2]], y, sampling="iid")
