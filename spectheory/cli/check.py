@@ -216,6 +216,12 @@ def run(args) -> int:
             p = process_logits(trace.target_logits.astype(np.float64), temperature)
             q = process_logits(trace.draft_logits(on), temperature)
             rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS))
+            if rows.size == 0:
+                raise usage_error(
+                    f"no position of the trace has an overlap sum(min(p, q)) in (0.1, 0.9) with "
+                    f"draft {on} at temperature {temperature:g} (a draft equal to the target, "
+                    f"or disjoint from it, tells nothing): choose rows with --positions"
+                )
         where = f"trace positions {rows.tolist()} with draft {on}"
         report = check_lossless(verifier, trace, on, rows=rows, temperature=temperature, **common)
     if args.json:

@@ -163,6 +163,15 @@ def test_check_trace_options_with_target_are_refused(extra, message, capsys):
     assert message in usage_error(["check", "rrs", *EXAMPLE, *extra], capsys)
 
 
+def test_check_trace_without_informative_rows_says_so(tmp_path, capsys):
+    from spectheory.lm import Trace
+
+    z = np.random.default_rng(1).standard_normal((4, 8))
+    path = Trace.from_arrays(z, {"same": z}).save(tmp_path / "same.safetensors")
+    err = usage_error(["check", "rrs", "--trace", str(path), "--on", "logits:same"], capsys)
+    assert "no position of the trace has an overlap" in err and "--positions" in err
+
+
 def test_check_recording_options_with_a_trace_file_are_refused(trace_file, capsys):
     argv = ["check", "rrs", "--trace", trace_file, "--max-new-tokens", "3"]
     assert "--max-new-tokens cannot be combined with --trace" in usage_error(argv, capsys)
