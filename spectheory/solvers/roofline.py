@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError
+from .._validate import check_positive_int, check_positive_real
+from .scaling import _real_vector
 
 __all__ = ["Roofline", "batch_speedup", "optimal_width"]
 
@@ -48,25 +50,59 @@ class Roofline:
 
     Attributes
     ----------
-    bandwidth : float
+    bandwidth : float > 0
         Bytes per second (default 3.35e12, H100 SXM HBM3).
-    flops : float
+    flops : float > 0
         Sustained FLOP/s (default half of 989e12, dense bf16).
-    bytes_per_param : float
+    bytes_per_param : float > 0
         2 for bf16 weights.
+
+    Raises
+    ------
+    InvalidParameterError
+        An attribute that is not a finite real number > 0 (bools, strings,
+        NaN and infinities are refused).
     """
 
     bandwidth: float = 3.35e12
     flops: float = 0.5 * 989e12
     bytes_per_param: float = 2.0
 
+    def __post_init__(self):
+        for name in ("bandwidth", "flops", "bytes_per_param"):
+            check_positive_real(getattr(self, name), name)
+
     def time(self, params, tokens):
         """Seconds of one forward of a ``params``-parameter model over ``tokens`` tokens.
+
+        Parameters
+        ----------
+        params : float > 0
+            Parameter count :math:`P` (finite).
+        tokens : int >= 1 or array_like of them
+            Tokens in the forward; bools, floats and strings are refused.
+
+        Returns
+        -------
+        float or ndarray (the shape of ``tokens``)
+
+        Raises
+        ------
+        InvalidParameterError
+            ``params`` not a finite real > 0, or a ``tokens`` entry that is not
+            an integer >= 1.
 
         >>> r = Roofline(bandwidth=1.0, flops=4.0, bytes_per_param=1.0)
         >>> r.time(10, 1), r.time(10, 4)
         (10.0, 20.0)
         """
+        params = check_positive_real(params, "params")
+        if isinstance(tokens, np.ndarray) and tokens.dtype.kind in "iu":
+            if tokens.size and tokens.min() < 1:
+                raise InvalidParameterError(f"tokens must be >= 1; got {int(tokens.min())}")
+        else:  # entry by entry: a list [True, 2] has an integer dtype
+            for t in np.asarray(tokens, dtype=object).flat:
+                check_positive_int(t, "tokens")
         tokens = np.asarray(tokens, dtype=np.float64)
         memory = params * self.bytes_per_param / self.bandwidth
         out = np.maximum(memory, 2 * params * tokens / self.flops)
@@ -79,13 +115,20 @@ def batch_speedup(alpha, batch, target_params, draft_params, roofline=None):
     Parameters
     ----------
     alpha : array_like, (n_max,)
-        ``alpha[n - 1]`` is :math:`\alpha(n)`, in [0, 1].
-    batch : int or float
-        The decoding batch size :math:`B \ge 1`.
-    target_params, draft_params : float
-        Parameter counts :math:`P_t`, :math:`P_d`.
+        ``alpha[n - 1]`` is :math:`\alpha(n)`, a real number in [0, 1].
+    batch : int >= 1
+        The decoding batch size :math:`B` (bools and floats are refused).
+    target_params, draft_params : float > 0
+        Parameter counts :math:`P_t`, :math:`P_d` (finite).
     roofline : Roofline, optional
         Default ``Roofline()``.
+
+    Raises
+    ------
+    InvalidParameterError
+        ``alpha`` empty, not 1-D, or with an entry that is NaN, outside
+        [0, 1], a bool, a string or complex; ``batch`` not an integer >= 1;
+        a parameter count that is not a finite real > 0.
 
     Examples
     --------
@@ -94,11 +137,18 @@ def batch_speedup(alpha, batch, target_params, draft_params, roofline=None):
     [1.3636, 1.5455]
     """
     roofline = roofline or Roofline()
-    a = np.asarray(alpha, dtype=np.float64)
-    if a.ndim != 1 or a.size == 0 or np.any((a < 0) | (a > 1)):
-        raise InvalidParameterError(f"alpha must be a non-empty 1-D array in [0, 1]; got {alpha!r}")
-    if not batch >= 1:
-        raise InvalidParameterError(f"batch must be >= 1; got {batch!r}")
+    a = _real_vector(alpha, "alpha")
+    if a.ndim != 1 or a.size == 0:
+        raise InvalidParameterError(
+            f"alpha must be a non-empty 1-D array in [0, 1]; got shape {a.shape}"
+        )
+    bad = ~((a >= 0) & (a <= 1))  # NaN fails both comparisons
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidParameterError(f"alpha must lie in [0, 1]; got {float(a[i])!r} at index {i}")
+    batch = check_positive_int(batch, "batch")
+    target_params = check_positive_real(target_params, "target_params")
+    draft_params = check_positive_real(draft_params, "draft_params")
     n = np.arange(1, a.size + 1)
     tt = roofline.time(target_params, batch)
     td = roofline.time(draft_params, batch)
@@ -107,6 +157,18 @@ def batch_speedup(alpha, batch, target_params, draft_params, roofline=None):
 
 def optimal_width(alpha, batches, target_params, draft_params, roofline=None):
     """``(n*, S(n*, B))`` per batch size: the first maximiser of :func:`batch_speedup`.
+
+    Parameters
+    ----------
+    alpha, target_params, draft_params, roofline
+        As in :func:`batch_speedup`.
+    batches : iterable of int >= 1
+        Batch sizes :math:`B`.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`batch_speedup`, for the first bad input.
 
     Examples
     --------

@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -100,13 +101,20 @@ class LogLinearFit(SolverResult):
     y: np.ndarray = field(repr=False)
 
     def _u(self, x_new):
-        x_new = np.asarray(x_new, dtype=np.float64)
+        x_new = _real_vector(x_new, "x_new")
         if not np.all(np.isfinite(x_new) & (x_new > 0)):
             raise InvalidParameterError(f"x_new must be finite and > 0; got {x_new!r}")
         return np.log(x_new) / math.log(self.base)
 
     def predict(self, x_new):
-        r"""Fitted :math:`\hat a + \hat b \log_B x` at ``x_new`` (float or ndarray)."""
+        r"""Fitted :math:`\hat a + \hat b \log_B x` at ``x_new`` (float or ndarray).
+
+        Raises
+        ------
+        InvalidParameterError
+            ``x_new`` holds a bool, a string or a complex number (entry by
+            entry), or a value that is not finite and > 0.
+        """
         out = self.intercept + self.slope * self._u(x_new)
         return out.item() if out.ndim == 0 else out
 
@@ -156,15 +164,28 @@ MAX_BOOT_DRAWS = 50_000_000
 
 
 def _real_vector(v, name):
-    """A 1-D float64 array from real numbers only (no str, bool or complex coercion)."""
+    """A float64 array (any shape) of real numbers, refusing bool, str and complex entries.
+
+    Python and numpy integers and floats and other :class:`numbers.Real` objects
+    (:class:`fractions.Fraction`) are accepted.  Lists are checked entry by
+    entry: ``[True, 10]`` has dtype int64, which would hide the bool.  Errors
+    name ``name``, the offending entry and its index.
+    """
     try:
         arr = np.asarray(v)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
-    if arr.dtype.kind not in "iuf":
+    if arr.dtype == object or not isinstance(v, np.ndarray):
+        for idx, e in np.ndenumerate(arr if arr.dtype == object else np.asarray(v, dtype=object)):
+            if isinstance(e, (bool, np.bool_)) or not isinstance(e, numbers.Real):
+                where = f" at index {idx if len(idx) > 1 else idx[0]}" if idx else ""
+                raise InvalidParameterError(
+                    f"{name} must hold real numbers; got {e!r} of type {type(e).__name__}{where}"
+                )
+    elif arr.dtype.kind not in "iuf":
         raise InvalidParameterError(
-            f"{name} must hold real numbers; got dtype {arr.dtype} (bool, str, complex and "
-            "objects are refused)"
+            f"{name} must hold real numbers; got an array of dtype {arr.dtype} (bool, str and "
+            "complex are refused)"
         )
     return arr.astype(np.float64)
 
@@ -177,7 +198,9 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     x : array_like (n,), > 0
         The scale variable (draft parameters, pretraining tokens, ...).
     y : array_like (n,)
-        The response (acceptance rate, acceptance length ...).
+        The response (acceptance rate, acceptance length ...).  ``x`` and
+        ``y`` hold real numbers: a bool, string or complex entry is refused,
+        even among numbers.
     base : float > 0, != 1, or "e"
         Base of the logarithm; 10 gives the slope per decade (docs/theory.md §6.2).
     n_boot : int >= 1
@@ -191,6 +214,13 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     Returns
     -------
     LogLinearFit
+
+    Raises
+    ------
+    InvalidParameterError
+        A bool, string or complex entry in ``x`` or ``y``, ``x`` not finite and
+        > 0, ``y`` not finite, fewer than 3 distinct ``x``, or a bad ``base``,
+        ``n_boot``, ``confidence`` or ``seed``.
 
     Examples
     --------

@@ -30,6 +30,8 @@ References
 
 from __future__ import annotations
 
+import numbers
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +39,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
 from ._result import SolverResult
+from .scaling import _real_vector
 
 __all__ = ["SequoiaResult", "sequoia_tree", "sequoia_values", "tree_value"]
 
@@ -68,7 +71,7 @@ class SequoiaResult(SolverResult):
 
 
 def _check_acc(acceptance):
-    acc = np.asarray(acceptance, dtype=np.float64)
+    acc = _real_vector(acceptance, "acceptance")  # bool, str and complex entries refused
     if acc.ndim != 1 or acc.size == 0:
         raise InvalidParameterError(
             f"acceptance must be a non-empty 1-D vector (rank 1 first); got shape {acc.shape}"
@@ -76,7 +79,7 @@ def _check_acc(acceptance):
     bad = ~np.isfinite(acc) | (acc < 0) | (acc > 1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise InvalidParameterError(f"acceptance[{i}] = {acc[i]!r} is not a probability")
+        raise InvalidParameterError(f"acceptance[{i}] = {float(acc[i])!r} is not a probability")
     if acc.sum() > 1 + 1e-9:
         raise InvalidParameterError(
             f"acceptance sums to {acc.sum()!r} > 1: ranks are exclusive events"
@@ -128,6 +131,12 @@ def _check_feasible(budget, levels):
 def sequoia_values(acceptance, budget: int, max_levels: int | None = None) -> np.ndarray:
     """:math:`G(m, l)` for every budget ``m <= budget`` at the level limit ``max_levels``.
 
+    Parameters
+    ----------
+    acceptance, budget, max_levels
+        As in :func:`sequoia_tree`: ``acceptance[0]`` is rank 1 (no leading
+        placeholder for rank 0).
+
     Returns
     -------
     ndarray, shape (budget,)
@@ -152,7 +161,8 @@ def sequoia_tree(acceptance, budget: int, max_levels: int | None = None) -> Sequ
     ----------
     acceptance : array_like, shape (R,)
         ``acceptance[b - 1]``: probability that the rank-``b`` child is accepted
-        (entries in [0, 1], sum at most 1).  Ranks beyond ``R`` have acceptance 0.
+        (real entries in [0, 1], sum at most 1; bool, str and complex entries
+        are refused).  Ranks beyond ``R`` have acceptance 0.
     budget : int >= 1
         Number of nodes, root included.
     max_levels : int >= 1, optional
@@ -161,6 +171,13 @@ def sequoia_tree(acceptance, budget: int, max_levels: int | None = None) -> Sequ
     Returns
     -------
     SequoiaResult
+
+    Raises
+    ------
+    InvalidParameterError
+        An ``acceptance`` entry that is not a real number in [0, 1] (named
+        with its index), entries summing above 1, or a bad ``budget`` or
+        ``max_levels``.
 
     Examples
     --------
@@ -208,11 +225,36 @@ def tree_value(parents, acceptance) -> float:
 
     A child's rank is its position among its siblings in the parent array.
 
+    Parameters
+    ----------
+    parents : sequence of int
+        ``parents[0] == -1`` (the root), ``0 <= parents[i] < i`` otherwise.
+    acceptance : array_like, shape (R,)
+        As in :func:`sequoia_tree`.
+
+    Raises
+    ------
+    InvalidParameterError
+        An entry of ``parents`` that is not an integer (floats, bools and
+        strings are refused, not truncated or parsed), a first entry other
+        than -1, a parent that is not an earlier node, or a bad ``acceptance``.
+
     >>> tree_value((-1, 0, 0, 1), [0.5, 0.25])  # 1 + .5 + .25 + .5 * .5
     2.0
     """
     acc = _check_acc(acceptance)
-    parents = tuple(int(x) for x in parents)
+    try:
+        items = list(parents)
+    except TypeError:
+        raise InvalidParameterError(
+            f"parents must be a sequence of integers; got {parents!r}"
+        ) from None
+    for i, x in enumerate(items):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+            raise InvalidParameterError(
+                f"parents[{i}] must be an integer; got {x!r} of type {type(x).__name__}"
+            )
+    parents = tuple(operator.index(x) for x in items)
     if not parents or parents[0] != -1:
         raise InvalidParameterError(f"parents must start with -1; got {parents}")
     weight = [1.0]

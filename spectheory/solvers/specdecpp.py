@@ -67,6 +67,7 @@ import numpy as np
 from .._errors import InstanceTooLargeError, InvalidParameterError, SolverError
 from .._validate import check_choice, check_limit, check_positive_int, check_positive_real
 from ._result import SolverResult
+from .scaling import _real_vector
 from .speedup import optimal_gamma_positional
 
 __all__ = [
@@ -115,7 +116,9 @@ class SpecDecPPResult(SolverResult):
     myopic_threshold : float or ndarray (m,)
         ``h`` of the myopic rule "continue iff :math:`\\lambda^* P E[a] > t_d`",
         i.e. :math:`1 - t_d / (\\lambda^* E[a])` (per chain state for a Markov
-        model, with the conditional mean of the next value).
+        model, with the conditional mean of the next value); ``-inf`` where
+        :math:`E[a] = 0`, where the rule stops at once (``t_draft = 0``
+        included).
     myopic_speedup : float
         Exact speedup of the myopic rule.
     fixed_gamma : int
@@ -164,13 +167,9 @@ def _parse_model(acceptance, transition):
                 "acceptance must be a mapping {value: probability} or a pair "
                 f"(values, probabilities); got {acceptance!r}"
             ) from None
-    try:
-        v = np.asarray(values, dtype=np.float64)
-        p = np.asarray(probs, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(
-            f"acceptance values and probabilities must be numbers; got {acceptance!r}"
-        ) from None
+    # Entry by entry: bools, strings and complex numbers are refused, not coerced or parsed.
+    v = _real_vector(values, "acceptance values")
+    p = _real_vector(probs, "acceptance probabilities")
     if v.ndim != 1 or v.shape != p.shape or v.size == 0:
         raise InvalidParameterError(
             "acceptance needs as many probabilities as values (1-D, non-empty); "
@@ -192,12 +191,7 @@ def _parse_model(acceptance, transition):
     p = p / p.sum()
     T = None
     if transition is not None:
-        try:
-            T = np.asarray(transition, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(
-                f"transition must be a numeric matrix; got {transition!r}"
-            ) from None
+        T = _real_vector(transition, "transition")
         m = v.size
         if T.shape != (m, m):
             raise InvalidParameterError(
@@ -384,8 +378,11 @@ def _myopic(levels, v, p, T, lam, t_draft):
         m_next = (lv.prob * v[None, :]).sum(axis=1)
         policy.append(lam * lv.P * m_next > t_draft)
     policy.append(np.zeros(levels[-1].P.size, dtype=bool))
+    # E[a] = 0: lam P E[a] > t_draft never holds, the rule stops at once, h = -inf (the
+    # limit of 1 - t_draft / (lam E[a]) as E[a] -> 0 at t_draft > 0; no 0/0 at t_draft = 0).
     with np.errstate(divide="ignore"):
-        h = 1.0 - t_draft / (lam * mean_next)
+        h = 1.0 - t_draft / (lam * np.where(mean_next > 0, mean_next, 1.0))
+    h = np.where(mean_next > 0, h, -np.inf)
     return policy, (float(h[0]) if T is None else h)
 
 
@@ -563,7 +560,9 @@ def solve_specdecpp(
     Raises
     ------
     InvalidParameterError
-        Bad values, probabilities, transition matrix, times or ``k_max``.
+        Bad values, probabilities, transition matrix, times or ``k_max``; a
+        bool, string or complex entry among the values, probabilities or the
+        transition matrix is refused (as by :mod:`.speedup`), not coerced.
     InstanceTooLargeError
         More than :data:`MAX_STATES` states.
 
@@ -662,12 +661,19 @@ def evaluate_threshold_policy(acceptance, t_draft, h, *, t_target=1.0, transitio
     acceptance, t_draft, t_target, transition, k_max
         As in :func:`solve_specdecpp`.
     h : float
-        Threshold on the probability that some drafted token is rejected.
+        Threshold on the probability that some drafted token is rejected;
+        ``inf`` never stops before ``k_max``, ``-inf`` (or any ``h <= 0``)
+        stops at once.  NaN is refused.
 
     Returns
     -------
     float
         :math:`t_t\,E[\text{tokens/round}] / E[\text{cost/round}]`.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`solve_specdecpp`, or ``h`` not a real number (bool, NaN).
 
     Examples
     --------
@@ -684,6 +690,8 @@ def evaluate_threshold_policy(acceptance, t_draft, h, *, t_target=1.0, transitio
     k_max = check_positive_int(k_max, "k_max")
     if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
         raise InvalidParameterError(f"h must be a real number; got {h!r}")
+    if math.isnan(h):  # every comparison with NaN is False: the rule would never stop
+        raise InvalidParameterError(f"h must be a real number (inf allowed), not NaN; got {h!r}")
     if _n_states(v.size, k_max, T is not None) > MAX_STATES:
         raise InstanceTooLargeError(f"too many states for k_max = {k_max}")
     levels = _build_levels(v, p, T, k_max)

@@ -46,8 +46,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._errors import ShapeMismatchError
-from .._validate import as_distribution_pair, check_positive_int
+from .._errors import InvalidParameterError, ShapeMismatchError
+from .._validate import as_distribution_pair, check_positive_int, check_positive_real
 from ._ops import accept_prob, normalise_or, positive_part
 
 __all__ = ["kseq", "kseq_rho"]
@@ -139,11 +139,20 @@ def kseq(p, q, drafts, coins, *, sampling="iid", rho=None):
     sampling : str
         Must be ``"iid"`` (checked by the registry).
     rho : float or Fraction, optional
-        Override :math:`\\rho`; lossless only for :math:`\\rho \\in [\\rho^*, n]`.
+        Override :math:`\\rho`: a finite real number > 0; lossless only for
+        :math:`\\rho \\in [\\rho^*, n]` (not checked here: that needs
+        :math:`\\rho^*`).
 
     Returns
     -------
     int
+
+    Raises
+    ------
+    InvalidParameterError
+        A draft that is not a token id in ``[0, V)``, or a ``rho`` that is not
+        a finite real number > 0 (bool, NaN, inf, <= 0).  ``p`` and ``q`` are
+        checked only when ``rho`` is computed here (by :func:`kseq_rho`).
 
     Examples
     --------
@@ -156,8 +165,16 @@ def kseq(p, q, drafts, coins, *, sampling="iid", rho=None):
     2
     """
     n = len(drafts)
+    V = len(p)
+    for x in drafts:  # bounds only (cheap, per token): a negative id would wrap around
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= x < V:
+            raise InvalidParameterError(
+                f"drafts must hold token ids, integers in [0, {V}); got {x!r}"
+            )
     if rho is None:
         rho = kseq_rho(p, q, n)
+    else:
+        check_positive_real(rho, "rho")  # kept as given: a Fraction stays exact
     for x in drafts:
         if coins.bernoulli(accept_prob(p[x], rho * q[x])):
             return x

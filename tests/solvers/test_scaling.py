@@ -122,3 +122,37 @@ def test_bad_inputs(kwargs, match):
         fit_log_linear(**args)
     with pytest.raises(InvalidParameterError, match="temperature"):
         leviathan_capacity_data("LaMDA 137B", 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        # A bool among numbers: np.asarray([True, 10, 100]) has dtype int64 and hid it.
+        ({"x": [True, 10, 100]}, "x must hold real numbers; got True of type bool at index 0"),
+        ({"y": [1.0, False, 3.5]}, "y must hold real numbers; got False of type bool at index 1"),
+        ({"x": [1, "10", 100]}, "x must hold real numbers; got '10' of type str at index 1"),
+        ({"x": [1, 10, 100j]}, "x must hold real numbers; got 100j of type complex at index 2"),
+        ({"x": np.array([True, False, True])}, "x must hold real numbers; got an array of dtype"),
+    ],
+)
+def test_bool_str_and_complex_are_refused_entry_by_entry(kwargs, match):
+    args = {"x": [1, 10, 100], "y": [1.0, 2.0, 3.5]} | kwargs
+    with pytest.raises(InvalidParameterError, match=match):
+        fit_log_linear(**args, n_boot=10)
+
+
+@pytest.mark.parametrize(
+    ("x_new", "match"),
+    [
+        ("10", "x_new must hold real numbers; got '10' of type str"),  # was parsed as 10.0
+        (True, "x_new must hold real numbers; got True of type bool"),  # was read as 1
+        ([10, True], "x_new must hold real numbers; got True of type bool at index 1"),
+        (0, "x_new must be finite and > 0"),
+    ],
+)
+def test_predict_refuses_str_and_bool(x_new, match):
+    fit = fit_log_linear([1, 10, 100], [1, 3, 5], n_boot=10)
+    for call in (fit.predict, fit.prediction_interval):
+        with pytest.raises(InvalidParameterError, match=match):
+            call(x_new)
+    assert fit.predict(np.int64(1000)) == pytest.approx(7.0, rel=1e-12)

@@ -1,5 +1,8 @@
 """Sequoia's tree DP against brute force over every tree, and docs/theory.md §8.6."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -84,3 +87,54 @@ def test_bad_input():
         sequoia_tree([0.5], 3, max_levels=1)
     with pytest.raises(InvalidParameterError, match="parents"):
         tree_value((0, 0), [0.5])
+
+
+def test_theory_8_6_vector_pastes_into_the_api():
+    # The vector shown in docs/theory.md §8.6, pasted as written, gives the values listed there.
+    text = (Path(__file__).parents[2] / "docs" / "theory.md").read_text(encoding="utf-8")
+    section = text[text.index("### 8.6") : text.index("### 8.7")]
+    namespace = {}
+    exec(re.search(r"```\n(acc = .*?)```", section, re.S).group(1), namespace)
+    assert namespace["acc"] == ACC_86
+    g = sequoia_values(namespace["acc"], 64, max_levels=10)
+    assert [round(float(x), 3) for x in g[[0, 1, 3, 7, 15, 31, 63]]] == [
+        1, 1.634, 2.291, 2.732, 3.130, 3.501, 3.852
+    ]
+
+
+@pytest.mark.parametrize(
+    ("parents", "match"),
+    [
+        ((-1, 0.9, 0.2), r"parents\[1\] must be an integer; got 0.9"),  # was truncated to 0, 0
+        ((-1.5, 0), r"parents\[0\] must be an integer; got -1.5"),  # was read as -1
+        ((-1, True), r"parents\[1\] must be an integer; got True"),
+        ((-1, "0"), r"parents\[1\] must be an integer; got '0'"),
+        (5, "parents must be a sequence of integers; got 5"),
+    ],
+)
+def test_tree_value_refuses_non_integer_parents(parents, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        tree_value(parents, [0.5, 0.25])
+
+
+def test_tree_value_takes_numpy_integer_parents():
+    assert tree_value(np.array([-1, 0, 0, 1]), [0.5, 0.25]) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("acc", "match"),
+    [
+        (["0.5"], "acceptance must hold real numbers; got '0.5' of type str at index 0"),
+        ([True, False], "acceptance must hold real numbers; got True of type bool at index 0"),
+        ([0.5, np.True_], "acceptance must hold real numbers; got .*True.* at index 1"),
+        ([0.5 + 0j], r"acceptance must hold real numbers; got \(0.5\+0j\) of type complex"),
+        (np.array([True, False]), "acceptance must hold real numbers; got an array of dtype bool"),
+        ([np.nan], r"acceptance\[0\] = nan is not a probability"),
+    ],
+)
+def test_acceptance_refuses_str_bool_and_complex(acc, match):
+    for call in (lambda: sequoia_tree(acc, 3), lambda: sequoia_values(acc, 3)):
+        with pytest.raises(InvalidParameterError, match=match):
+            call()
+    with pytest.raises(InvalidParameterError, match=match):
+        tree_value((-1, 0), acc)

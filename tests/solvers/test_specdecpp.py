@@ -239,3 +239,66 @@ def test_bad_inputs(kwargs, error, match):
     args = {"acceptance": {0.9: 0.5, 0.5: 0.5}, "t_draft": 0.2} | kwargs
     with pytest.raises(error, match=match):
         solve_specdecpp(**args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"acceptance": {True: 1.0}}, "acceptance values must hold real numbers; got True"),
+        ({"acceptance": (["0.5"], [1.0])}, "acceptance values must hold real numbers; got '0.5'"),
+        ({"acceptance": {0.5: True}}, "acceptance probabilities must hold real numbers; got True"),
+        (
+            {"acceptance": ([0.5, 0.9], [0.5, "0.5"])},
+            "acceptance probabilities must hold real numbers; got '0.5' of type str at index 1",
+        ),
+        (
+            {"acceptance": ([0.5 + 0j], [1.0])},
+            r"acceptance values must hold real numbers; got \(0.5\+0j\)",
+        ),
+        (
+            {"transition": [[True, False], [False, True]]},
+            r"transition must hold real numbers; got True of type bool at index \(0, 0\)",
+        ),
+        ({"transition": np.eye(2, dtype=bool)}, "transition must hold real numbers; got an array"),
+    ],
+)
+def test_bools_and_strings_are_refused_not_coerced(kwargs, match):
+    # As spectheory.solvers.speedup refuses them; np.asarray(..., dtype=float) took them.
+    args = {"acceptance": {0.9: 0.5, 0.5: 0.5}, "t_draft": 0.2} | kwargs
+    with pytest.raises(InvalidParameterError, match=match):
+        solve_specdecpp(**args)
+    h_args = {k: v for k, v in args.items() if k != "t_draft"}
+    with pytest.raises(InvalidParameterError, match=match):
+        evaluate_threshold_policy(t_draft=0.2, h=0.5, **h_args)
+
+
+def test_exact_numbers_are_still_accepted():
+    r = solve_specdecpp({Fraction(1, 2): Fraction(1)}, 0.2, k_max=4)
+    assert round(r.speedup, 12) == 1.25
+    markov = solve_specdecpp({0.5: 0.5, 0.9: 0.5}, 0.2, transition=[[1, 0], [0, 1]], k_max=4)
+    assert markov.speedup > 1
+
+
+def test_threshold_policy_refuses_nan_and_takes_infinite_h():
+    # NaN compares False: the rule never stopped before k_max and returned a number.
+    with pytest.raises(InvalidParameterError, match=r"h must be a real number .*not NaN; got nan"):
+        evaluate_threshold_policy({0.5: 1.0}, 0.2, float("nan"))
+    with pytest.raises(InvalidParameterError, match="h must be a real number; got True"):
+        evaluate_threshold_policy({0.5: 1.0}, 0.2, True)
+    assert evaluate_threshold_policy({0.5: 1.0}, 0.2, -np.inf) == 1.0  # stops at once
+    never = evaluate_threshold_policy({0.5: 1.0}, 0.2, np.inf, k_max=3)  # drafts k_max = 3
+    assert never == pytest.approx((1 + 0.5 + 0.25 + 0.125) / (1 + 3 * 0.2), rel=1e-12)
+
+
+@pytest.mark.filterwarnings("error")
+def test_myopic_threshold_when_no_token_is_ever_accepted():
+    # E[a] = 0: "continue iff lambda P E[a] > t_draft" never holds, so the myopic rule stops at
+    # once: h = -inf, also at t_draft = 0 (there 1 - t_d / (lambda E[a]) was 0/0: nan + warning).
+    for t_draft in (0.0, 0.2):
+        r = solve_specdecpp({0.0: 1.0}, t_draft, k_max=3)
+        assert r.myopic_threshold == -np.inf
+        assert r.myopic_speedup == 1.0
+    r = solve_specdecpp(
+        {0.0: 0.5, 0.9: 0.5}, 0.0, transition=[[1.0, 0.0], [0.5, 0.5]], k_max=3
+    )
+    assert r.myopic_threshold[0] == -np.inf and r.myopic_threshold[1] == 1.0
