@@ -101,6 +101,14 @@ TIE_RTOL = 1e-12
 
 
 def _as_real(x, name):
+    if isinstance(x, list | tuple):
+        # np.asarray([True, 0.5]) is float64: the bool would pass unseen.
+        for e in np.asarray(x, dtype=object).ravel():
+            if isinstance(e, bool | np.bool_ | str | complex):
+                raise InvalidParameterError(
+                    f"{name} must be a real number or an array of real numbers; got {e!r} "
+                    f"in {x!r}"
+                )
     raw = np.asarray(x) if not isinstance(x, np.ndarray) else x
     if raw.dtype.kind == "b" or raw.dtype.kind not in "fiu":
         raise InvalidParameterError(

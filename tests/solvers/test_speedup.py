@@ -281,6 +281,14 @@ def test_oracle_bound_edges_and_dominance():
     assert np.all(sp.oracle_speedup(alpha, c) >= best.speedup * (1 - 1e-12))
 
 
+def test_bools_among_numbers_are_refused():
+    # [True, 0.5] reads as float64 [1.0, 0.5]: the bool was taken as alpha = 1.
+    with pytest.raises(sp.InvalidParameterError, match=r"alpha must be a real number .* True"):
+        sp.tokens_per_round([True, 0.5], 3)
+    with pytest.raises(sp.InvalidParameterError, match="c must be a real number"):
+        sp.optimal_gamma(0.5, [0.1, False])
+
+
 def test_pmf_refuses_rising_prefix_probabilities():
     with pytest.raises(sp.InvalidParameterError, match=r"got P_2 = 0\.9 > P_1 = 0\.5"):
         sp.acceptance_count_pmf_positional([0.5, 0.9], kind="prefix")  # was [0.5, -0.4, 0.9]
