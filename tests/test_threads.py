@@ -57,3 +57,51 @@ def test_bound_is_the_same_either_way(monkeypatch, sampling):
         out.append((res.value, res.certificate))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_torch_threads_follow_the_idle_cores(monkeypatch):
+    monkeypatch.delenv(_threads.TORCH_THREADS_ENV, raising=False)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setitem(_threads._state, "end", None)
+    for load, want in ((0.0, 4), (1.2, 3), (2.6, 1), (9.0, 1)):
+        monkeypatch.setattr(_threads, "load_average", lambda load=load: load)
+        assert _threads.torch_threads(8) == want
+    monkeypatch.setattr(_threads, "load_average", lambda: 0.0)
+    assert _threads.torch_threads(2) == 2  # never above the caller's own setting
+    monkeypatch.setenv(_threads.TORCH_THREADS_ENV, "3")
+    assert _threads.torch_threads(1) == 3
+    monkeypatch.setenv(_threads.TORCH_THREADS_ENV, "0")
+    with pytest.raises(stt.InvalidParameterError, match="SPECTHEORY_TORCH_THREADS"):
+        _threads.torch_threads(2)
+
+
+def test_a_model_loop_discounts_its_own_recent_load(monkeypatch):
+    monkeypatch.delenv(_threads.TORCH_THREADS_ENV, raising=False)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "load_average", lambda: 2.0)  # our own 2 threads, just now
+    monkeypatch.setitem(_threads._state, "end", _threads.time.monotonic())
+    monkeypatch.setitem(_threads._state, "threads", 2)
+    assert _threads.torch_threads(2) == 2
+    monkeypatch.setitem(_threads._state, "end", _threads.time.monotonic() - 600)  # long ago
+    assert _threads.torch_threads(2) == 1
+
+
+def test_with_torch_threads_sets_and_restores(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv(_threads.TORCH_THREADS_ENV, "1")
+    before = torch.get_num_threads()
+    seen = []
+
+    @_threads.with_torch_threads
+    def inner():
+        seen.append(("inner", torch.get_num_threads()))
+
+    @_threads.with_torch_threads
+    def outer():
+        seen.append(("outer", torch.get_num_threads()))
+        monkeypatch.setenv(_threads.TORCH_THREADS_ENV, "2")  # nested: the outer choice stays
+        inner()
+
+    outer()
+    assert seen == [("outer", 1), ("inner", 1)]
+    assert torch.get_num_threads() == before

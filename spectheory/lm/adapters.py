@@ -70,6 +70,7 @@ import numpy as np
 
 from .. import _files
 from .._errors import InvalidParameterError, TraceError
+from .._threads import with_torch_threads
 from .._validate import check_positive_int
 
 __all__ = [
@@ -405,6 +406,7 @@ class TeacherStates:
         )
 
 
+@with_torch_threads
 def teacher_states(loaded, corpus, layers, *, batch_size=8, progress=False) -> TeacherStates:
     """One teacher-forced pass of the target over ``corpus``, keeping ``h_L`` for each layer.
 
@@ -547,6 +549,7 @@ def _split(num, validation, seed):
     return np.sort(order[k:]), np.sort(order[:k])
 
 
+@with_torch_threads
 def train_adapter(
     loaded,
     states: TeacherStates,

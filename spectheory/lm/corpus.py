@@ -39,6 +39,7 @@ import numpy as np
 
 from .. import _files
 from .._errors import InvalidParameterError, TraceError
+from .._threads import with_torch_threads
 from .._validate import check_positive_int
 from ._kv import cache_kwargs, cache_of
 from .prompts import PROMPTS
@@ -311,6 +312,7 @@ def _doc_sequences(tokenizer, settings):
     return seqs, starts
 
 
+@with_torch_threads
 def _sample_continuations(loaded, settings, progress):
     """The target's continuations of the training prompts (batched, KV cache, torch sampling)."""
     import torch

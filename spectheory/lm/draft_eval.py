@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError
+from .._threads import with_torch_threads
 from .._validate import check_positive_int
 from ._kv import cache_kwargs, cache_of
 from .adapters import Adapter
@@ -147,6 +148,7 @@ def held_out_sequences(loaded, temperature, max_new_tokens=24, prompts=None):
         yield np.concatenate([prompt, trace.tokens[sl][:-1]]), prompt.size - 1
 
 
+@with_torch_threads
 def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0, prompts=None):
     r"""The target's continuations of the held-out prompts, sampled in one batch.
 
@@ -214,6 +216,7 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
     ]
 
 
+@with_torch_threads
 def evaluate_adapter(
     loaded, adapter: Adapter, temperatures=(0.7, 1.0), *, max_new_tokens=24, prompts=None
 ):

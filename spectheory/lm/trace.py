@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _files
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
+from .._threads import with_torch_threads
 from .._validate import check_positive_int, check_rng
 from ._kv import cache_kwargs, cache_of
 from .arrays import fields_from_tensors, trace_fields
@@ -492,6 +493,7 @@ def trace_cache_path(key: str):
     return cache_dir() / "traces" / f"{key}.safetensors"
 
 
+@with_torch_threads
 def record_trace(
     settings: TraceSettings | None = None,
     *,
