@@ -81,7 +81,7 @@ def torch_threads(limit: int) -> int:
     """
     env = os.environ.get(TORCH_THREADS_ENV, "").strip()
     if env:
-        if not env.isdigit() or int(env) < 1:
+        if not (env.isascii() and env.isdigit()) or int(env) < 1:
             from ._errors import InvalidParameterError
 
             raise InvalidParameterError(

@@ -162,7 +162,7 @@ def function_markers(path) -> dict[str, frozenset]:
     tree, module = _parse(path), _module_name(path)
     if tree is None or module is None:
         return {}
-    out = {}
+    out, calls = {}, {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -178,9 +178,21 @@ def function_markers(path) -> dict[str, frozenset]:
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if called in MODEL_CALLS:
                     markers.add("model")
+                if isinstance(func, ast.Name):
+                    calls.setdefault(node.name, set()).add(func.id)
         markers |= _reach(names)
         if markers:
             out[node.name] = _close(markers | out.get(node.name, set()))
+    # A function needs what the module's own helpers it calls need (a fixture that
+    # builds a tiny transformers model through a helper): propagate to a fixed point.
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            inherited = set().union(*(out.get(c, set()) for c in callees))
+            if not inherited <= out.get(name, set()):
+                out[name] = _close(inherited | out.get(name, set()))
+                changed = True
     return out
 
 

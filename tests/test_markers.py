@@ -50,6 +50,15 @@ def test_function_markers_from_body_and_fixtures(tmp_path, monkeypatch):
 
             def test_through_heavy():
                 from . import heavy
+
+            def _tiny_model():
+                from transformers import GPT2Config
+
+            def fixture_via_helper():
+                return _tiny_model()
+
+            def test_via_fixture_helper():
+                fixture_via_helper()
             """
         )
     )
@@ -63,6 +72,10 @@ def test_function_markers_from_body_and_fixtures(tmp_path, monkeypatch):
         "test_real": both,
         "test_loads": both,
         "test_through_heavy": both,
+        # a helper's imports reach its callers (tests/lm/test_draft_kinds.py's gpt2 fixture)
+        "_tiny_model": both,
+        "fixture_via_helper": both,
+        "test_via_fixture_helper": both,
     }
 
 

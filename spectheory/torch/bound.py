@@ -74,9 +74,10 @@ import math
 
 import torch
 
-from .._errors import InvalidParameterError, ShapeMismatchError
+from .._errors import InstanceTooLargeError, InvalidParameterError, ShapeMismatchError
 from .._validate import check_choice, check_positive_int
 from ..drafting import SAMPLINGS
+from ..solvers.ot_dual import MAX_DRAFTS
 from ._checks import check_device, check_probabilities
 
 __all__ = ["bound", "wor_outside_probability"]
@@ -123,8 +124,14 @@ def _ratio_key(p, q):
 def _iid(p, q, n):
     order = torch.sort(_ratio_key(p.detach(), q.detach()), dim=1, stable=True).indices
     P = torch.cumsum(torch.gather(p, 1, order), dim=1)
-    S = torch.cumsum(torch.gather(q, 1, order), dim=1)
-    obj = torch.cat([torch.zeros_like(P[:, :1]), P - S**n], dim=1)
+    # q(H)^n as (1 - q(outside H))^n from the tail sums, as the numpy solver: a
+    # prefix sum rounded to 1 + 2^-52 made q(H)^n explode for large n (-2.7e96
+    # at n = 1e18), and the tail keeps its relative accuracy near q(H) = 1.
+    qs = torch.gather(q, 1, order)
+    tail = torch.flip(torch.cumsum(torch.flip(qs, [1]), dim=1), [1])
+    outside = torch.cat([tail[:, 1:], torch.zeros_like(tail[:, :1])], dim=1)
+    covered = torch.exp(float(n) * torch.log1p(-outside))
+    obj = torch.cat([torch.zeros_like(P[:, :1]), P - covered], dim=1)
     k = torch.argmin(obj.detach(), dim=1)  # first minimum: the shortest optimal prefix
     return 1.0 + obj.gather(1, k[:, None])[:, 0]
 
@@ -453,6 +460,8 @@ def bound(target, draft, n=1, sampling="iid"):
     [-0.18, -0.18, 1.62]
     """
     n = check_positive_int(n, "n")
+    if n > MAX_DRAFTS:  # as spectheory.bound
+        raise InstanceTooLargeError(f"n must be at most 1e300 (MAX_DRAFTS); got n={n:.3e}")
     check_choice(sampling, "sampling", SAMPLINGS)
     if not isinstance(target, torch.Tensor):
         raise InvalidParameterError(

@@ -132,9 +132,12 @@ def chain_torch(p, q, x, u):
 def _check_counter(t, name, B, device):
     if t is None:
         return
-    if not isinstance(t, torch.Tensor) or tuple(t.shape) != (B,) or t.dtype.is_floating_point:
+    if not isinstance(t, torch.Tensor) or tuple(t.shape) != (B,) or t.dtype not in (
+        torch.int32,
+        torch.int64,
+    ):  # a bool or uint8 counter would saturate or wrap silently
         raise InvalidParameterError(
-            f"{name} must be an integer tensor of shape ({B},); got "
+            f"{name} must be an int32 or int64 tensor of shape ({B},); got "
             + (f"{t.dtype} of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else repr(t))
         )
     check_device(device, **{name: t})

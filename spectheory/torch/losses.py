@@ -94,7 +94,8 @@ def _check_name(name):
     if name in ("kl", "tv"):
         return
     head, *rest = str(name).split(":")
-    if head == "alpha" and len(rest) == 2 and rest[0].isdigit() and int(rest[0]) >= 1:
+    digits = len(rest) == 2 and rest[0].isascii() and rest[0].isdigit()  # not '²' or '٣'
+    if head == "alpha" and digits and int(rest[0]) >= 1:
         if rest[1] in SAMPLINGS:
             return
     raise InvalidParameterError(

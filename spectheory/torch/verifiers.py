@@ -173,12 +173,20 @@ def kseq_rho(p, q, n):
 
     Parameters
     ----------
-    p, q : torch.Tensor, float64, shape (B, V)
-    n : int
+    p, q : torch.Tensor, shape (B, V)
+        Target and draft rows (any float dtype, checked at its tolerance and
+        computed in float64).
+    n : int >= 1
 
     Returns
     -------
     torch.Tensor, float64, shape (B,)
+
+    Raises
+    ------
+    InvalidDistributionError, ShapeMismatchError, InvalidParameterError
+        Rows that are not distributions (NaN, logits, sums off 1), ``p`` and
+        ``q`` of different shapes or not (B, V), ``n`` not a positive integer.
 
     Examples
     --------
@@ -190,6 +198,20 @@ def kseq_rho(p, q, n):
     >>> round(float(kseq_rho(p, q, 2)[0]), 12)
     1.4
     """
+    n = check_positive_int(n, "n")
+    p = check_probabilities(p, "target", 2)
+    q = check_probabilities(q, "draft", 2)
+    if p.shape != q.shape:
+        raise ShapeMismatchError(
+            f"target and draft must have the same shape (B, V); got {tuple(p.shape)} and "
+            f"{tuple(q.shape)}"
+        )
+    check_device(p.device, draft=q)
+    return _kseq_rho(p, q, n)
+
+
+def _kseq_rho(p, q, n):
+    """:func:`kseq_rho` on checked float64 rows (the verifier's own path)."""
 
     def g(rho):
         b = torch.minimum(p / rho[:, None], q).sum(dim=-1)
@@ -214,7 +236,7 @@ def kseq_rho(p, q, n):
 def _kseq(p, q, d, u):
     """K-SEQ: accept ``x_k`` w.p. ``min(1, p/(rho* q))``; residual ``norm(p - s min(q, p/rho))``."""
     B, n = d.shape
-    rho = kseq_rho(p, q, n)
+    rho = _kseq_rho(p, q, n)
     out = torch.full((B,), -1, dtype=torch.int64, device=p.device)
     for k in range(n):
         x = d[:, k]

@@ -14,7 +14,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import spectheory as st  # noqa: E402
-from spectheory._errors import InvalidDistributionError, InvalidParameterError  # noqa: E402
+from spectheory._errors import (  # noqa: E402
+    InstanceTooLargeError,
+    InvalidDistributionError,
+    InvalidParameterError,
+)
 from spectheory.drafting import draft_set_probability  # noqa: E402
 from spectheory.torch.bound import bound, wor_outside_probability  # noqa: E402
 from spectheory.torch.losses import draft_loss, parse_loss  # noqa: E402
@@ -136,6 +140,18 @@ def test_bad_input_is_refused_by_name():
         bound(p, one_hot, 2, "without_replacement")
 
 
+def test_iid_value_at_large_n_equals_numpy():
+    # The prefix sum of row 0's draft in ratio order rounds to 1 + 2^-52, so
+    # q(H)^n was (1 + 2^-52)^n: -2.7e96 at n = 1e18 and an OverflowError at 2^70.
+    p = torch.tensor([[0.3, 0.4, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
+    q = torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]], dtype=torch.float64)
+    for n in (10, 10**6, 10**12, 10**18, 2**70, 10**300):
+        want = st.bound(p.numpy(), q.numpy(), n, "iid")
+        np.testing.assert_allclose(bound(p, q, n).numpy(), want, rtol=0, atol=1e-15)
+    with pytest.raises(InstanceTooLargeError, match="MAX_DRAFTS"):
+        bound(p, q, 10**301)
+
+
 def test_parse_loss():
     assert parse_loss("kl") == {"kl": 1.0}
     assert parse_loss({"tv": 2, "alpha:3:without_replacement": 0.5}) == {
@@ -152,6 +168,8 @@ def test_parse_loss():
         {},
         "-1*kl+tv",
         "inf*tv",
+        "alpha:²:iid",  # str.isdigit() is true for a superscript; int() is not
+        "alpha:٣:iid",  # an Arabic-Indic digit was read as 3
     ]:
         with pytest.raises(InvalidParameterError):
             parse_loss(bad)

@@ -227,6 +227,25 @@ def test_kseq_rho_matches_reference():
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-13)
 
 
+def test_kseq_rho_checks_its_input():
+    p = torch.tensor([[0.3, 0.4, 0.3], [0.1, 0.1, 0.8]], dtype=torch.float64)
+    q = torch.tensor([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]], dtype=torch.float64)
+    # Each returned a plausible rho before (1.0 for a NaN row, q broadcast over rows).
+    with pytest.raises(InvalidDistributionError, match="non-finite"):
+        kseq_rho(torch.tensor([[float("nan"), 0.5, 0.5]], dtype=torch.float64), q[:1], 2)
+    with pytest.raises(InvalidDistributionError, match="sums to 3"):
+        kseq_rho(p * 3, q, 2)
+    with pytest.raises(InvalidParameterError, match="n must be"):
+        kseq_rho(p, q, 2.5)
+    with pytest.raises(ShapeMismatchError, match="same shape"):
+        kseq_rho(p, q[:1], 2)
+    with pytest.raises(ShapeMismatchError, match="2 axes"):
+        kseq_rho(p[0], q[0], 2)
+    got = kseq_rho(p.float(), q.float(), 2)  # float32 in, float64 arithmetic
+    assert got.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), kseq_rho(p, q, 2).numpy(), rtol=0, atol=1e-7)
+
+
 def test_generator_reproducible_and_equal_to_injected_uniforms():
     rng = np.random.default_rng(7)
     p = torch.from_numpy(softmax(rng.standard_normal((50, 20))))
