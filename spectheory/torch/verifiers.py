@@ -199,15 +199,21 @@ def kseq_rho(p, q, n):
     1.4
     """
     n = check_positive_int(n, "n")
-    p = check_probabilities(p, "target", 2)
-    q = check_probabilities(q, "draft", 2)
+    p, q = _checked_pair(p, q)
+    check_device(p.device, draft=q)
+    return _kseq_rho(p, q, n)
+
+
+def _checked_pair(target, draft):
+    """Target and draft rows checked as (B, V) distributions of one shape, in float64."""
+    p = check_probabilities(target, "target", 2)
+    q = check_probabilities(draft, "draft", 2)
     if p.shape != q.shape:
         raise ShapeMismatchError(
             f"target and draft must have the same shape (B, V); got {tuple(p.shape)} and "
             f"{tuple(q.shape)}"
         )
-    check_device(p.device, draft=q)
-    return _kseq_rho(p, q, n)
+    return p, q
 
 
 def _kseq_rho(p, q, n):
@@ -401,13 +407,7 @@ def prepare(name, target, draft, drafts, generator, uniforms, sampling):
         )
     n = check_positive_int(drafts.shape[1], "n")
     v, sampling = check_verifier_law(_torch_record(name), n, sampling)
-    p = check_probabilities(target, "target", 2)
-    q = check_probabilities(draft, "draft", 2)
-    if p.shape != q.shape:
-        raise ShapeMismatchError(
-            f"target and draft must have the same shape (B, V); got {tuple(p.shape)} and "
-            f"{tuple(q.shape)}"
-        )
+    p, q = _checked_pair(target, draft)
     B, V = p.shape
     check_device(p.device, draft=q, drafts=drafts)
     d = check_token_ids(drafts, "drafts", (B, n), V)
