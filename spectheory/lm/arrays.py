@@ -118,10 +118,16 @@ def _check_matrix(arr, name):
 
 
 def _stored(m, dtype, name):
-    """``m`` cast to the storage dtype; refuses finite logits that the cast makes infinite."""
+    """``m`` cast to the storage dtype; refuses finite logits that the cast makes infinite.
+
+    A masking value such as ``-1e9`` may become ``-inf``: its probability is
+    already 0 in float64 (more than 745 below the row's maximum).
+    """
     with np.errstate(over="ignore"):
         out = m.astype(dtype)
-    over = np.isinf(out) & np.isfinite(m)
+    top = np.max(np.where(np.isfinite(m), m, -np.inf), axis=1, keepdims=True)
+    negligible = (out == -np.inf) & (m - top < -745.0)
+    over = np.isinf(out) & np.isfinite(m) & ~negligible
     if over.any():
         r, c = np.argwhere(over)[0]
         raise InvalidParameterError(

@@ -259,6 +259,13 @@ def test_logits_beyond_the_storage_range_are_refused():
     with pytest.raises(stt.InvalidParameterError, match=r"target row 3 has logit 300000\.0 at"):
         lm.Trace.from_arrays(t, d, dtype="float16")
     assert lm.Trace.from_arrays(t, d, dtype="float32").target_logits[3, 2] == 3e5
+    masked, _ = _pair()
+    masked[:, 0] = -1e9  # a masking value: probability 0 either way, stored as -inf
+    tr = lm.Trace.from_arrays(masked, d, dtype="float16")
+    assert np.all(tr.target_logits[:, 0] == -np.inf)
+    low = _pair()[0] - 7e4  # the whole row below float16's range: the law would be lost
+    with pytest.raises(stt.InvalidParameterError, match="beyond the range of float16"):
+        lm.Trace.from_arrays(low, d, dtype="float16")
     d[1, 0] = 1e39  # beyond float32
     with pytest.raises(stt.InvalidParameterError, match="draft 'draft' row 1 has logit 1e\\+39"):
         lm.Trace.from_arrays(t, d)
