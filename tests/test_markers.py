@@ -59,6 +59,9 @@ def test_function_markers_from_body_and_fixtures(tmp_path, monkeypatch):
 
             def test_via_fixture_helper():
                 fixture_via_helper()
+
+            def test_patches_the_loader(monkeypatch):
+                monkeypatch.setattr(object, "load_model", None)
             """
         )
     )
@@ -76,6 +79,7 @@ def test_function_markers_from_body_and_fixtures(tmp_path, monkeypatch):
         "_tiny_model": both,
         "fixture_via_helper": both,
         "test_via_fixture_helper": both,
+        "test_patches_the_loader": both,  # the patched path still fingerprints the model file
     }
 
 
