@@ -13,13 +13,14 @@ cycle inside ``spectheory.lm``).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._errors import InvalidParameterError
 from .._threads import with_torch_threads
-from .._validate import check_positive_int
+from .._validate import check_positive_int, check_rng
 from ._kv import cache_kwargs, cache_of
 from .adapters import Adapter
 from .quantised import quantised_model
@@ -89,17 +90,38 @@ def prompt_bootstrap(tables, statistic=None, *, level=0.95, n_boot=2000, seed=0)
     tables : sequence of ndarray (P, 2)
         Per draft (or condition), ``(sum, count)`` per held-out prompt, the
         prompts in the same order in every table: one resample of prompt
-        indices is applied to all tables alike (paired).
+        indices is applied to all tables alike (paired).  Sums are finite
+        reals, counts finite and >= 0; a prompt with count 0 must have sum 0
+        (it holds no positions).
     statistic : callable, optional
         Maps the vector of ratio estimates (one per table) to a float; default
         is the first table's ratio.
     level : float in (0, 1)
     n_boot : int
-    seed : int
+    seed : int >= 0, numpy Generator or None (:func:`spectheory._validate.check_rng`)
 
     Returns
     -------
     (lo, hi), and the point estimate: ``((lo, hi), value)``.
+
+    Notes
+    -----
+    Each table's ratio is :math:`\sum_i s_i / \sum_i n_i` over the (resampled)
+    prompts.  Prompts with count 0 are kept as clusters (they add nothing to
+    either sum, so the point estimate is unchanged by them); the ratio is
+    defined as long as the prompts drawn have a positive total count.  If a
+    table's total count is 0, or some bootstrap resample draws only prompts
+    of count 0 for some table (its ratio would be 0/0), the call raises
+    :class:`~spectheory.InvalidParameterError` instead of returning NaN: drop
+    the empty prompts, or use more prompts.
+
+    Raises
+    ------
+    InvalidParameterError
+        Bad ``tables`` (not equal-shaped ``(P, 2)`` real arrays with ``P >= 1``,
+        a non-finite sum, a negative or non-finite count, a non-zero sum at
+        count 0, a zero total count, an undefined resample as above), or a bad
+        ``level``, ``n_boot``, ``seed`` or ``statistic``.
 
     Examples
     --------
@@ -108,17 +130,57 @@ def prompt_bootstrap(tables, statistic=None, *, level=0.95, n_boot=2000, seed=0)
     >>> round(v, 4), bool(lo <= v <= hi)
     (0.6, True)
     """
+    from ..solvers.scaling import _real_vector
+
+    if isinstance(level, bool | np.bool_) or not isinstance(level, numbers.Real):
+        raise InvalidParameterError(f"level must be in (0, 1); got {level!r}")
     if not 0 < level < 1:
         raise InvalidParameterError(f"level must be in (0, 1); got {level!r}")
     n_boot = check_positive_int(n_boot, "n_boot")
-    arrs = [np.asarray(t, dtype=np.float64) for t in tables]
+    rng = check_rng(seed, "seed")
+    if statistic is not None and not callable(statistic):
+        raise InvalidParameterError(f"statistic must be callable or None; got {statistic!r}")
+    if isinstance(tables, str | bytes | np.ndarray) and np.ndim(tables) != 3:
+        raise InvalidParameterError("tables must be a sequence of (P, 2) arrays of (sum, count)")
+    try:
+        tables = list(tables)
+    except TypeError:
+        raise InvalidParameterError(
+            "tables must be a sequence of (P, 2) arrays of (sum, count)"
+        ) from None
+    arrs = [_real_vector(t, f"tables[{j}]") for j, t in enumerate(tables)]
     if not arrs or any(a.ndim != 2 or a.shape[1] != 2 or a.shape != arrs[0].shape for a in arrs):
         raise InvalidParameterError("tables must be equal-shaped (P, 2) arrays of (sum, count)")
+    if arrs[0].shape[0] == 0:
+        raise InvalidParameterError("tables hold no prompts (P = 0)")
+    for j, a in enumerate(arrs):
+        s, n = a[:, 0], a[:, 1]
+        bad = ~np.isfinite(s) | ~np.isfinite(n) | (n < 0) | ((n == 0) & (s != 0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InvalidParameterError(
+                f"tables[{j}] prompt {i} has (sum, count) = ({float(s[i])!r}, {float(n[i])!r}): "
+                "sums must be finite, counts finite and >= 0, and a prompt of count 0 must have "
+                "sum 0"
+            )
+        if not n.sum() > 0:
+            raise InvalidParameterError(
+                f"tables[{j}] has total count 0: its ratio sum / count is undefined"
+            )
     stat = statistic or (lambda r: float(r[0]))
     value = stat(np.array([a[:, 0].sum() / a[:, 1].sum() for a in arrs]))
-    rng = np.random.default_rng(seed)
     idx = rng.integers(0, arrs[0].shape[0], size=(n_boot, arrs[0].shape[0]))
-    ratios = np.stack([a[idx, 0].sum(1) / a[idx, 1].sum(1) for a in arrs], axis=1)
+    counts = np.stack([a[idx, 1].sum(1) for a in arrs], axis=1)  # (n_boot, tables)
+    empty = ~(counts > 0)
+    if empty.any():
+        j = int(np.argmax(empty.any(axis=0)))
+        zero = int((arrs[j][:, 1] == 0).sum())
+        raise InvalidParameterError(
+            f"{int(empty[:, j].sum())} of {n_boot} bootstrap resamples draw only prompts of "
+            f"count 0 from tables[{j}] ({zero} of its {arrs[j].shape[0]} prompts have count 0): "
+            "their ratio is 0/0; drop the prompts of count 0 or use more prompts"
+        )
+    ratios = np.stack([a[idx, 0].sum(1) for a in arrs], axis=1) / counts
     boots = np.array([stat(r) for r in ratios])
     lo, hi = np.percentile(boots, [50 * (1 - level), 50 * (1 + level)])
     return (float(lo), float(hi)), value

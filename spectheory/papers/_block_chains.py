@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import InvalidParameterError
-from .._validate import check_positive_int
+from .._errors import ShapeMismatchError
+from .._validate import as_distribution, check_positive_int, check_rng
 
 __all__ = ["block_stop_probabilities", "chain_exact", "chain_monte_carlo", "expected_block"]
 
@@ -51,6 +51,11 @@ def block_stop_probabilities(w, z):
     -------
     list, length gamma
 
+    Raises
+    ------
+    ShapeMismatchError
+        ``w`` is empty or ``z`` has fewer than ``len(w) - 1`` entries.
+
     Examples
     --------
     >>> from fractions import Fraction as F
@@ -58,6 +63,12 @@ def block_stop_probabilities(w, z):
     [Fraction(0, 1), Fraction(1, 4)]
     """
     g = len(w)
+    if g == 0:
+        raise ShapeMismatchError("w must hold at least one weight (gamma >= 1); got none")
+    if len(z) < g - 1:
+        raise ShapeMismatchError(
+            f"z must hold at least len(w) - 1 = {g - 1} residual masses; got {len(z)}"
+        )
     h = []
     for i in range(g - 1):
         den = z[i] + 1 - w[i]
@@ -87,6 +98,8 @@ def chain_exact(target, draft, gamma: int) -> dict:
     ----------
     target, draft : callable
         ``prefix (tuple of int) -> row (V,)``; Fraction rows give exact results.
+        Every row is checked once (:class:`~spectheory.trees.CachedModel`):
+        finite, non-negative, summing to 1 (exactly, for Fraction rows).
     gamma : int
         Longest chain; every block of :math:`V^\gamma` with positive draft
         probability is visited.
@@ -108,7 +121,10 @@ def chain_exact(target, draft, gamma: int) -> dict:
     >>> [str(r[k][1]) for k in ("token", "block", "joint_bound")]
     ['10/9', '11/9', '4/3']
     """
+    from ..trees.models import as_model  # checks every row once (exact rows kept exact)
+
     gamma = check_positive_int(gamma, "gamma")
+    target, draft = as_model(target, "target"), as_model(draft, "draft")
     token = [0] * gamma
     block = [0] * gamma
     bound = [0] * gamma
@@ -127,6 +143,11 @@ def chain_exact(target, draft, gamma: int) -> dict:
                 block[g] = block[g] + Q * expected_block(h)
             return
         p, q = target(prefix), draft(prefix)
+        if len(p) != len(q):
+            raise ShapeMismatchError(
+                f"target and draft have different vocabularies after {list(prefix)}: "
+                f"{len(p)} and {len(q)} tokens"
+            )
         if k:  # Z_k uses the rows after the prefix: p_{k+1}, q_{k+1}
             zs = [*zs, sum(max(ws[-1] * a - b, 0) for a, b in zip(p, q, strict=True))]
         for x, qx in enumerate(q):
@@ -158,7 +179,8 @@ def chain_monte_carlo(p_rows, q_rows, gamma: int, samples: int, rng) -> dict:
     gamma : int
     samples : int
         Blocks drawn per chain.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator, int seed, SeedSequence or None
+        (:func:`spectheory._validate.check_rng`).
 
     Returns
     -------
@@ -172,13 +194,17 @@ def chain_monte_carlo(p_rows, q_rows, gamma: int, samples: int, rng) -> dict:
     """
     gamma = check_positive_int(gamma, "gamma")
     samples = check_positive_int(samples, "samples")
-    p_rows = np.asarray(p_rows, dtype=np.float64)
-    q_rows = np.asarray(q_rows, dtype=np.float64)
-    if p_rows.shape != q_rows.shape or p_rows.ndim != 3 or p_rows.shape[1] < gamma:
-        raise InvalidParameterError(
+    rng = check_rng(rng)
+    p_shape, q_shape = np.shape(p_rows), np.shape(q_rows)
+    if p_shape != q_shape or len(p_shape) != 3 or p_shape[1] < gamma or 0 in p_shape:
+        raise ShapeMismatchError(
             f"p_rows and q_rows must have the same shape (S, gamma = {gamma}, V); got "
-            f"{p_rows.shape} and {q_rows.shape}"
+            f"{p_shape} and {q_shape}"
         )
+    # Every row checked (and renormalised within tolerance) once: q is then the same law
+    # for sampling the drafts and for the ratios p/q.
+    p_rows = np.stack([as_distribution(p_rows[s], f"p_rows[{s}]")[0] for s in range(p_shape[0])])
+    q_rows = np.stack([as_distribution(q_rows[s], f"q_rows[{s}]")[0] for s in range(q_shape[0])])
     S = p_rows.shape[0]
     beta = np.minimum(p_rows[:, :gamma], q_rows[:, :gamma]).sum(axis=2)  # (S, gamma)
     token = np.cumsum(np.cumprod(beta, axis=1), axis=1)

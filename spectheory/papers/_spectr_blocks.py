@@ -44,8 +44,13 @@ References
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
+from .._errors import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+from .._validate import SUM_TOLERANCE, as_distribution_pair, check_positive_int
 from ..solvers.ot_dual import bound
 from ..verifiers._ops import normalise_or, positive_part
 from ._common import Run
@@ -56,6 +61,16 @@ __all__ = ["PAPER_BLOCK_EFFICIENCY", "block_efficiency_table", "kseq_rhos",
 #: SpecTr [unconfirmed, docs/theory.md §9]: block efficiency at K = 8, L = 8, T = 1 (PaLM-2
 #: Gecko drafting for Bison on LM1B): K-SEQ 4.0 against 2.9 for one draft.
 PAPER_BLOCK_EFFICIENCY = {"kseq_K8_L8": 4.0, "single_L8": 2.9}
+
+
+def _row_pair(p, q):
+    """One checked target/draft row pair, float64 (refuses batches, bad rows, vocab mismatch)."""
+    P, Q, batched = as_distribution_pair(p, q)
+    if batched:
+        raise ShapeMismatchError(
+            f"expected one target row and one draft row of shape (V,); got {np.shape(p)}"
+        )
+    return P[0], Q[0]
 
 
 def kseq_rhos(p, q, ks, iterations: int = 64) -> np.ndarray:
@@ -70,7 +85,21 @@ def kseq_rhos(p, q, ks, iterations: int = 64) -> np.ndarray:
     >>> p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
     >>> np.round(kseq_rhos(p, q, [1, 2, 3]), 12).tolist()  # docs/theory.md §8.1
     [1.0, 1.4, 1.75]
+
+    Raises
+    ------
+    InvalidDistributionError, ShapeMismatchError
+        ``p`` or ``q`` is not one distribution, or their vocabularies differ.
+    InvalidParameterError
+        An entry of ``ks`` or ``iterations`` is not a positive integer.
     """
+    p, q = _row_pair(p, q)
+    if isinstance(ks, str | bytes) or np.ndim(ks) != 1:
+        raise InvalidParameterError(f"ks must be a sequence of positive ints; got {ks!r}")
+    ks = [check_positive_int(k, "ks entry") for k in np.asarray(ks, dtype=object).tolist()]
+    if not ks:
+        raise InvalidParameterError("ks must hold at least one n; got an empty sequence")
+    iterations = check_positive_int(iterations, "iterations")
     ns = np.asarray(ks, dtype=float)[:, None]
 
     def g(rho):
@@ -89,7 +118,38 @@ def kseq_rhos(p, q, ks, iterations: int = 64) -> np.ndarray:
 
 
 def kseq_transition(p, q, m: int, rho: float) -> np.ndarray:
-    """Probabilities that ``k = 0..m`` drafts continue after K-SEQ with ``m`` drafts (sum 1)."""
+    """Probabilities that ``k = 0..m`` drafts continue after K-SEQ with ``m`` drafts (sum 1).
+
+    Parameters
+    ----------
+    p, q : array_like, shape (V,)
+        Target and draft distributions (checked).
+    m : int >= 1
+        Drafts consistent at the node.
+    rho : float >= 1
+        K-SEQ's scaling (:func:`kseq_rhos`); ``rho < 1`` would make the first
+        acceptance mass exceed 1.
+
+    Examples
+    --------
+    >>> p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    >>> np.round(kseq_transition(p, q, 1, 1.0), 12).tolist()  # 1 - beta, beta
+    [0.3, 0.7]
+    """
+    p, q = _row_pair(p, q)
+    m = check_positive_int(m, "m")
+    if (
+        isinstance(rho, bool | np.bool_)
+        or not isinstance(rho, numbers.Real)
+        or not math.isfinite(rho)
+        or rho < 1
+    ):
+        raise InvalidParameterError(f"rho must be a finite real number >= 1; got {rho!r}")
+    return _transition(p, q, m, float(rho))
+
+
+def _transition(p, q, m, rho):
+    """:func:`kseq_transition` on checked input."""
     first = np.minimum(q, p / rho)
     beta = float(first.sum())
     c = max(1.0 - beta, 0.0)
@@ -134,7 +194,51 @@ def tau_from_transitions(mats, K: int) -> np.ndarray:
     >>> mats = [{1: np.array([0.5, 0.5])}] * 2
     >>> tau_from_transitions(mats, 1).tolist()
     [1.0, 1.5, 1.75]
+
+    Raises
+    ------
+    InvalidParameterError
+        ``K`` is not a positive integer, or ``mats[j]`` lacks an ``m`` in ``1..K``.
+    ShapeMismatchError, InvalidDistributionError
+        ``mats[j][m]`` is not a law of length ``m + 1`` (finite, non-negative
+        up to rounding, summing to 1).
     """
+    K = check_positive_int(K, "K")
+    _check_transitions(mats, K)
+    return _tau(mats, K)
+
+
+def _check_transitions(mats, K):
+    """Every ``mats[j][m]``, ``m = 1..K``, a law on ``0..m`` (entries >= -1e-12: rounding)."""
+    try:
+        mats = list(mats)
+    except TypeError:
+        raise InvalidParameterError(f"mats must be a sequence of mappings; got {mats!r}") from None
+    for j, mj in enumerate(mats):
+        for m in range(1, K + 1):
+            try:
+                row = mj[m]
+            except (KeyError, IndexError, TypeError):
+                raise InvalidParameterError(
+                    f"mats[{j}] has no transition law for m = {m} (needed for K = {K})"
+                ) from None
+            row = np.asarray(row)
+            name = f"mats[{j}][{m}]"
+            if row.shape != (m + 1,):
+                raise ShapeMismatchError(f"{name} must have shape ({m + 1},); got {row.shape}")
+            if row.dtype.kind not in "fiu":
+                raise InvalidDistributionError(f"{name} has dtype {row.dtype}; expected floats")
+            bad = ~np.isfinite(row) | (row < -1e-12)
+            if bad.any():
+                t = int(np.argmax(bad))
+                raise InvalidDistributionError(f"{name} has an invalid entry {row[t]!r} at {t}")
+            total = float(row.sum())
+            if abs(total - 1.0) > SUM_TOLERANCE["float64"]:
+                raise InvalidDistributionError(f"{name} sums to {total!r}, not 1")
+
+
+def _tau(mats, K):
+    """:func:`tau_from_transitions` on checked input."""
     dist = np.zeros(K + 1)
     dist[K] = 1.0
     taus = [1.0]
@@ -189,7 +293,8 @@ def block_efficiency_table(run: Run, trace, drafts, temperatures, Ks, L_max: int
             for K in Ks:
                 st = np.atleast_1d(bound(p_all[used], q_all[used], K))
                 star = dict(zip(used, st))
-                taus = np.array([tau_from_transitions([mats[t + j] for j in range(L_max)], K)
+                # _tau: the planted-error tests hand in transitions that are not laws.
+                taus = np.array([_tau([mats[t + j] for j in range(L_max)], K)
                                  for t in starts])  # fmt: skip
                 bnd = np.array([np.concatenate([[1.0], 1 + np.cumsum(np.cumprod(
                     [star[t + j] for j in range(L_max)]))]) for t in starts])  # fmt: skip

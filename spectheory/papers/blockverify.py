@@ -45,6 +45,8 @@ from functools import partial
 
 import numpy as np
 
+from .._errors import InvalidParameterError, ShapeMismatchError, SolverError
+from .._validate import as_distribution_pair, check_limit, check_positive_int
 from ..trees import block_law, draft_chain, draft_rsd_c, joint_law, random_markov_model
 from ._block_chains import chain_exact, chain_monte_carlo
 from ._common import Run, get_trace
@@ -117,6 +119,11 @@ def known_answers(run: Run) -> None:
     run.table("known_answers", rows)
 
 
+#: Largest number of blocks :math:`V^\gamma` :func:`ideal_by_lp` accepts (its LP has the
+#: square of it as variables and a dense constraint matrix of 2 V^gamma rows).
+MAX_LP_BLOCKS = 128
+
+
 def ideal_by_lp(instance, gamma: int) -> float:
     r"""Largest :math:`E[\text{common prefix of draft and output}]` over all couplings.
 
@@ -125,12 +132,42 @@ def ideal_by_lp(instance, gamma: int) -> float:
     context-independent instance ``(p, q)``: an independent check that the
     joint bound of :func:`~spectheory.papers._block_chains.chain_exact` is
     attained, i.e. is the paper's ideal verifier.
+
+    Parameters
+    ----------
+    instance : pair ``(p, q)``
+        Target and draft rows of shape (V,), float or Fraction (checked:
+        finite, non-negative, summing to 1, same vocabulary).
+    gamma : int >= 1
+        Block length; the LP has :math:`V^{2\gamma}` variables, so
+        :math:`V^\gamma` is limited to :data:`MAX_LP_BLOCKS`.
+
+    Raises
+    ------
+    InvalidDistributionError, ShapeMismatchError, InvalidParameterError
+        Bad rows or ``gamma``.
+    InstanceTooLargeError
+        :math:`V^\gamma >` :data:`MAX_LP_BLOCKS`.
+    SolverError
+        HiGHS does not report an optimal solution.
     """
     from itertools import product
 
     from scipy.optimize import linprog
 
-    p, q = (np.array([float(v) for v in row]) for row in instance)
+    try:
+        p_raw, q_raw = instance
+    except (TypeError, ValueError):
+        raise InvalidParameterError(
+            f"instance must be a pair (p, q) of rows; got {instance!r}"
+        ) from None
+    gamma = check_positive_int(gamma, "gamma")
+    P_rows, Q_rows, batched = as_distribution_pair(p_raw, q_raw, allow_exact=True)
+    if batched:
+        raise ShapeMismatchError(f"p and q must be single rows (V,); got {np.shape(p_raw)}")
+    p = np.array([float(v) for v in P_rows[0]])
+    q = np.array([float(v) for v in Q_rows[0]])
+    check_limit(p.size**gamma, "V ** gamma", MAX_LP_BLOCKS, "blocks of the transport LP")
     blocks = list(product(range(p.size), repeat=gamma))
     P = np.array([np.prod(p[list(b)]) for b in blocks])
     Q = np.array([np.prod(q[list(b)]) for b in blocks])
@@ -149,6 +186,8 @@ def ideal_by_lp(instance, gamma: int) -> float:
         rows_eq[n + i, i::n] = 1.0  # output marginal
     res = linprog(-gain, A_eq=rows_eq, b_eq=np.concatenate([Q, P]), bounds=(0, None),
                   method="highs")  # fmt: skip
+    if res.status != 0 or res.fun is None:
+        raise SolverError(f"the transport LP was not solved: {res.message} (status {res.status})")
     return float(-res.fun)
 
 

@@ -38,8 +38,12 @@ References
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from .._errors import InvalidParameterError
+from .._validate import check_positive_int
 from ..solvers.specdecpp import evaluate_threshold_policy, solve_specdecpp
 from ._common import Run, close_to, cost_ratio, get_model, get_trace
 
@@ -90,6 +94,7 @@ def threshold_grid(points: int) -> np.ndarray:
     >>> threshold_grid(3).round(12).tolist()
     [0.0, 0.05, 0.5, 0.95]
     """
+    points = check_positive_int(points, "points")
     return np.concatenate([[0.0], np.linspace(0.05, 0.95, points)])
 
 
@@ -100,15 +105,39 @@ def threshold_round(law, c: float, h: float, k_max: int = K_MAX) -> tuple:
     The rule does not depend on the cost ratio, so its speedup at ``c = 0`` is
     its expected tokens per round :math:`1 + N`; at ``c`` the speedup is
     :math:`S = (1 + N) / (1 + c D)` (docs/theory.md §5.4), hence the expected
-    drafted tokens per round :math:`D = ((1 + N)/S - 1)/c`.
+    drafted tokens per round :math:`D = ((1 + N)/S - 1)/c`.  At ``c = 0`` that
+    quotient is 0/0; since ``D`` does not depend on ``c``, it is then read
+    off the speedup at ``c = 1`` (the returned speedup is still the one at ``c = 0``).
+
+    Parameters
+    ----------
+    law : dict
+        I.i.d. acceptance law ``value -> probability``.
+    c : float >= 0
+        Cost ratio of a draft step to a target step.
+    h : float in [0, 1]
+        Threshold on the probability that some drafted token is rejected.
+    k_max : int >= 1
 
     >>> s, d = threshold_round({0.5: 1.0}, 0.2, 0.6)
     >>> round(s, 12), round(d, 12)
     (1.25, 2.0)
+    >>> s, d = threshold_round({0.5: 1.0}, 0.0, 0.6)
+    >>> round(s, 12), round(d, 12)
+    (1.75, 2.0)
     """
-    speed = evaluate_threshold_policy(law, c, h, k_max=k_max)
+    if (
+        isinstance(h, bool | np.bool_)
+        or not isinstance(h, numbers.Real)
+        or not 0.0 <= h <= 1.0  # False for NaN
+    ):
+        raise InvalidParameterError(f"h must be a threshold in [0, 1]; got {h!r}")
+    speed = evaluate_threshold_policy(law, c, h, k_max=k_max)  # checks law, c >= 0, k_max
     tokens = evaluate_threshold_policy(law, 0.0, h, k_max=k_max)
-    return speed, max(0.0, (tokens / speed - 1.0) / c)
+    if c > 0:
+        return speed, max(0.0, (tokens / speed - 1.0) / c)
+    at_one = evaluate_threshold_policy(law, 1.0, h, k_max=k_max)
+    return speed, max(0.0, tokens / at_one - 1.0)
 
 
 def _half_unit(printed: str) -> float:
@@ -286,11 +315,30 @@ def best_fixed_gamma(beta, c, gammas=FIXED_GAMMAS) -> int:
     True
     >>> best_fixed_gamma([np.full(40, 0.1)], 0.9)
     0
+
+    Raises
+    ------
+    InvalidParameterError
+        ``gammas`` is empty or holds something other than integers >= 0
+        (``2.7`` would silently become 2).
     """
     from ..sim.draft_length import Fixed, simulate_policy
 
+    if isinstance(gammas, str | bytes):
+        raise InvalidParameterError(f"gammas must be a sequence of ints >= 0; got {gammas!r}")
+    try:
+        gammas = list(gammas)
+    except TypeError:
+        raise InvalidParameterError(
+            f"gammas must be a sequence of ints >= 0; got {gammas!r}"
+        ) from None
+    if not gammas:
+        raise InvalidParameterError("gammas must hold at least one draft length; got none")
+    for g in gammas:
+        if isinstance(g, bool | np.bool_) or not isinstance(g, numbers.Integral) or g < 0:
+            raise InvalidParameterError(f"gammas entries must be ints >= 0; got {g!r}")
     speed = [simulate_policy(beta, Fixed(int(g)), c).speedup for g in gammas]
-    return int(list(gammas)[int(np.argmax(speed))])
+    return int(gammas[int(np.argmax(speed))])
 
 
 def real_policies(run: Run, trace, loaded, layer: int = 25, temperature: float = 1.0) -> list:

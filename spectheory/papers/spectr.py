@@ -44,6 +44,8 @@ import math
 import numpy as np
 from scipy.optimize import minimize
 
+from .._errors import ShapeMismatchError
+from .._validate import as_distribution_pair, check_positive_int
 from ..distributions import process_logits, softmax
 from ..exact import kseq_acceptance, rrs_acceptance
 from ..solvers.ot_dual import bound
@@ -79,11 +81,41 @@ def iid_optimum(p, q, n) -> float:
     plain numpy scan for the many tiny instances of the worst-case search
     (checked against :func:`spectheory.bound` on a sample of them).
 
+    Parameters
+    ----------
+    p, q : array_like, shape (V,)
+        Target and draft distributions (checked as :func:`spectheory.bound`
+        checks them: finite, non-negative, summing to 1 within the dtype's
+        tolerance, same vocabulary).
+    n : int >= 1
+        Number of i.i.d. drafts.
+
+    Raises
+    ------
+    InvalidDistributionError, ShapeMismatchError, InvalidParameterError
+        A row is not a distribution, the rows differ in vocabulary or are
+        batched, or ``n`` is not a positive integer.
+
     Examples
     --------
     >>> round(iid_optimum(np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1]), 2), 12)
     0.89
+    >>> iid_optimum([0.6, 0.8], [0.5, 0.5], 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    spectheory._errors.InvalidDistributionError: target sums to 1.4..., not 1 ...
     """
+    n = check_positive_int(n, "n")
+    P, Q, batched = as_distribution_pair(p, q)
+    if batched:
+        raise ShapeMismatchError(
+            f"iid_optimum takes one row each; got target of shape {np.shape(p)}"
+        )
+    return _prefix_scan(P[0], Q[0], n)
+
+
+def _prefix_scan(p, q, n) -> float:
+    """:func:`iid_optimum` on rows already checked (the search's hot loop)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.inf)
     order = np.argsort(ratio, kind="stable")
@@ -94,7 +126,7 @@ def iid_optimum(p, q, n) -> float:
 
 def _ratio(p, q, n, verifier=None):
     verifier = kseq_acceptance if verifier is None else verifier  # looked up at call time
-    return float(verifier(p, q, n)) / iid_optimum(p, q, n)
+    return float(verifier(p, q, n)) / _prefix_scan(p, q, n)
 
 
 def known_answer_checks(run: Run) -> list:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import check_choice
+from .._validate import as_distribution, check_choice
 from ..coins import ReplayCoins
 from ..trees import DraftTree, get_tree_verifier
 
@@ -65,6 +65,20 @@ class TreeBatch:
         return max(t.depth for t in self.trees)
 
 
+def _rows(raw, name, tree, i, vocab):
+    """Instance ``i``'s node rows as checked float64 distributions of shape (tree.size, V)."""
+    try:
+        shape = tuple(np.shape(raw))
+    except ValueError:  # ragged nested lists
+        raise ShapeMismatchError(f"{name} cannot be read as an array of rows") from None
+    want = (tree.size, shape[-1] if vocab is None and shape else vocab)
+    if shape != want:
+        raise ShapeMismatchError(f"{name} has shape {shape}; tree {i} needs {want}")
+    # Checked once here, not per trial: finite, non-negative, summing to 1 within the
+    # tolerance of the input's dtype (renormalised within it).
+    return as_distribution(raw, name)[0]
+
+
 def pack_trees(trees, target_rows, draft_rows) -> TreeBatch:
     """Pack drafted trees and their node rows.
 
@@ -74,11 +88,21 @@ def pack_trees(trees, target_rows, draft_rows) -> TreeBatch:
     target_rows, draft_rows : sequence of array_like, each (N_i, V)
         Row ``j`` of instance ``i``: :math:`p(\\cdot \\mid \\text{path}(j))` and
         :math:`q(\\cdot \\mid \\text{path}(j))` at node ``j`` of ``trees[i]``
-        (float64; rows must be distributions; draft rows of leaves are unused).
+        (rows must be distributions, draft rows of leaves included, though unused).
 
     Returns
     -------
     TreeBatch
+        Rows in float64, renormalised to sum to 1.
+
+    Raises
+    ------
+    ShapeMismatchError
+        ``target_rows[i]`` or ``draft_rows[i]`` is not of shape ``(N_i, V)``.
+    InvalidDistributionError
+        A row is not finite and non-negative, or does not sum to 1 within
+        :data:`~spectheory._validate.SUM_TOLERANCE` for its dtype; the error
+        names ``target_rows[i]`` / ``draft_rows[i]`` and the row.
     """
     trees = tuple(trees)
     if not trees or not all(isinstance(t, DraftTree) for t in trees):
@@ -92,17 +116,9 @@ def pack_trees(trees, target_rows, draft_rows) -> TreeBatch:
     offset = 0
     vocab = None
     for i, tree in enumerate(trees):
-        p = np.ascontiguousarray(target_rows[i], dtype=np.float64)
-        q = np.ascontiguousarray(draft_rows[i], dtype=np.float64)
-        vocab = p.shape[-1] if vocab is None else vocab
-        for name, a in (("target_rows", p), ("draft_rows", q)):
-            if a.shape != (tree.size, vocab):
-                raise ShapeMismatchError(
-                    f"{name}[{i}] has shape {a.shape}; tree {i} needs ({tree.size}, {vocab})"
-                )
-        if not (np.isfinite(p).all() and (p >= 0).all() and np.isfinite(q).all()
-                and (q >= 0).all()):  # fmt: skip
-            raise InvalidParameterError(f"rows of instance {i} must be finite and non-negative")
+        p = _rows(target_rows[i], f"target_rows[{i}]", tree, i, vocab)
+        vocab = p.shape[1]
+        q = _rows(draft_rows[i], f"draft_rows[{i}]", tree, i, vocab)
         bad = tree.tokens[1:] and max(tree.tokens[1:]) >= vocab
         if bad:
             raise InvalidParameterError(f"tree {i} has a token >= V = {vocab}")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._errors import InvalidParameterError
 from .._validate import check_choice
 
@@ -33,6 +35,23 @@ __all__ = ["TREE_KINDS", "DraftTree", "TreeBuilder"]
 
 #: Laws of the draws at each node (see the module docstring).
 TREE_KINDS = ("chain", "iid", "without_replacement", "deterministic")
+
+
+def _int_tuple(values, name: str) -> tuple:
+    """``values`` as a tuple of Python ints, refusing bools, floats and strings (``int(1.9)``
+    would silently truncate); Python and numpy integers are accepted."""
+    if isinstance(values, str | bytes):
+        raise InvalidParameterError(f"{name} must be a sequence of ints; got {values!r}")
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise InvalidParameterError(f"{name} must be a sequence of ints; got {values!r}") from None
+    for i, x in enumerate(values):
+        if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer):
+            raise InvalidParameterError(
+                f"{name}[{i}] must be an int; got {x!r} of type {type(x).__name__}"
+            )
+    return tuple(int(x) for x in values)
 
 
 @dataclass(frozen=True)
@@ -67,9 +86,14 @@ class DraftTree:
 
     def __post_init__(self):
         check_choice(self.kind, "kind", TREE_KINDS)
-        parents = tuple(int(x) for x in self.parents)
-        tokens = tuple(int(x) for x in self.tokens)
-        draws = tuple(tuple(int(c) for c in d) for d in self.draws)
+        parents = _int_tuple(self.parents, "parents")
+        tokens = _int_tuple(self.tokens, "tokens")
+        try:
+            draws = tuple(_int_tuple(d, f"draws[{u}]") for u, d in enumerate(self.draws))
+        except TypeError:
+            raise InvalidParameterError(
+                f"draws must be a sequence of sequences of ints; got {self.draws!r}"
+            ) from None
         n = len(parents)
         if n == 0 or len(tokens) != n or len(draws) != n:
             raise InvalidParameterError(
@@ -100,7 +124,7 @@ class DraftTree:
             if set(draws[u]) != set(children[u]):
                 raise InvalidParameterError(
                     f"draws[{u}] = {draws[u]} must list exactly the children {children[u]} "
-                    "of node {u} (in draw order, with repeats)"
+                    f"of node {u} (in draw order, with repeats)"
                 )
             if self.kind in ("chain", "without_replacement") and len(draws[u]) != len(children[u]):
                 raise InvalidParameterError(

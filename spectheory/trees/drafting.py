@@ -48,6 +48,8 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from .._errors import InvalidParameterError
@@ -122,6 +124,7 @@ def draft_chain(draft, gamma: int, coins) -> DraftTree:
     """
     gamma = check_positive_int(gamma, "gamma")
     _check_nodes(gamma, "gamma")
+    _check_coins(coins)
     draft = as_model(draft, "draft")
     b = TreeBuilder()
     u = 0
@@ -146,6 +149,7 @@ def draft_spectr(draft, num_sequences: int, length: int, coins) -> DraftTree:
     num_sequences = check_positive_int(num_sequences, "num_sequences")
     length = check_positive_int(length, "length")
     _check_nodes(num_sequences * length, "num_sequences * length")
+    _check_coins(coins)
     draft = as_model(draft, "draft")
     b = TreeBuilder()
     for _ in range(num_sequences):
@@ -155,8 +159,20 @@ def draft_spectr(draft, num_sequences: int, length: int, coins) -> DraftTree:
     return b.build("iid")
 
 
+def _check_coins(coins):
+    """Refuse anything without a callable ``categorical`` (None, a seed) naming ``coins``."""
+    if not callable(getattr(coins, "categorical", None)):
+        raise InvalidParameterError(
+            "coins must be a Coins object with a categorical method (RandomCoins, ReplayCoins); "
+            f"got {coins!r}"
+        )
+    return coins
+
+
 def _check_branching(branching):
-    if isinstance(branching, int | np.integer):
+    if isinstance(branching, np.ndarray) and branching.ndim == 1:
+        branching = branching.tolist()
+    if isinstance(branching, str | bytes) or not isinstance(branching, Sequence):
         raise InvalidParameterError(
             f"branching must be a sequence of positive ints (one per level); got {branching!r}"
         )
@@ -182,6 +198,7 @@ def draft_rsd_c(draft, branching, coins) -> DraftTree:
     (0, 2)
     """
     branching = _check_branching(branching)
+    _check_coins(coins)
     draft = as_model(draft, "draft")
     b = TreeBuilder()
     level = [0]
@@ -257,6 +274,8 @@ def draft_fixed(draft, shape, coins, *, fill: str = "without_replacement") -> Dr
     """
     shape = _check_shape(shape)
     check_choice(fill, "fill", FILLS)
+    if fill != "top":
+        _check_coins(coins)
     draft = as_model(draft, "draft")
     kids = [[] for _ in shape]
     for i in range(1, len(shape)):

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
 from ..coins import enumerate_outcomes
-from ._registry import get_tree_verifier
+from ._registry import _check_tree_against_models, get_tree_verifier
+from ._tree import DraftTree
 from .models import as_model
 
 __all__ = ["BlockLaw", "block_law", "joint_law"]
@@ -89,12 +90,24 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
     length : int
         Extend every block to this many tokens by target sampling; at least
         the longest possible block (tree depth + 1).
-    max_leaves : int
+    max_leaves : int >= 1
         Passed to :func:`~spectheory.coins.enumerate_outcomes`.
 
     Returns
     -------
     BlockLaw
+
+    Raises
+    ------
+    InvalidParameterError
+        Besides bad ``length`` / ``max_leaves``: the drafter returns something
+        other than a :class:`~spectheory.trees.DraftTree`, or a tree the
+        verifier is not valid for, or (as in
+        :func:`~spectheory.trees.verify_tree`) the target and draft
+        vocabularies differ, a tree token lies outside the vocabulary, or a
+        tree token has draft probability 0 (the tree was not drawn from
+        ``draft``: verifying it would silently give a law other than the
+        target's).
 
     Examples
     --------
@@ -110,6 +123,11 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
     Fraction(20, 9)
     """
     length = check_positive_int(length, "length")
+    max_leaves = check_positive_int(max_leaves, "max_leaves")
+    if not callable(drafter):
+        raise InvalidParameterError(
+            f"drafter must be callable drafter(draft, coins=coins) -> DraftTree; got {drafter!r}"
+        )
     if callable(verifier) and not isinstance(verifier, str):
         fn, kinds = verifier, None
     else:
@@ -118,10 +136,20 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
     target = as_model(target, "target")
     draft = as_model(draft, "draft")
 
+    checked = set()
+
     def run(coins):
         tree = drafter(draft, coins=coins)
+        if not isinstance(tree, DraftTree):
+            raise InvalidParameterError(
+                f"drafter must return a DraftTree; got {type(tree).__name__}"
+            )
         if kinds is not None and tree.kind not in kinds:
             raise InvalidParameterError(f"verifier is not valid for {tree.kind!r} trees")
+        key = (tree.parents, tree.tokens)
+        if key not in checked:  # many coin branches draw the same tree: check it once
+            _check_tree_against_models(tree, target, draft)
+            checked.add(key)
         block = tuple(fn(target, draft, tree, coins))
         if len(block) > length:
             raise InvalidParameterError(f"length={length} is shorter than an emitted block {block}")

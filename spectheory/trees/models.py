@@ -11,6 +11,7 @@ by prefix.
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from .._errors import InvalidDistributionError, InvalidParameterError
 from .._validate import as_distribution, check_positive_int
 from ..coins import SUM_TOLERANCE
+from ._tree import _int_tuple
 
 __all__ = ["CachedModel", "MarkovModel", "as_model", "random_markov_model"]
 
@@ -48,7 +50,8 @@ class CachedModel:
         self.vocab_size = None
 
     def __call__(self, prefix) -> np.ndarray:
-        prefix = tuple(int(t) for t in prefix)
+        if type(prefix) is not tuple or not all(type(t) is int for t in prefix):
+            prefix = _int_tuple(prefix, "prefix")  # int(1.7) would look up token 1
         row = self.cache.get(prefix)
         if row is None:
             row = self._check(self.fn(prefix), prefix)
@@ -84,6 +87,12 @@ class CachedModel:
         return arr / total if total != 1.0 else arr.copy()
 
 
+def _check_order(order) -> int:
+    if isinstance(order, bool | np.bool_) or not isinstance(order, int | np.integer) or order < 0:
+        raise InvalidParameterError(f"order must be an integer >= 0; got {order!r}")
+    return int(order)
+
+
 def as_model(model, name: str) -> CachedModel:
     """Wrap a model function in a :class:`CachedModel` (returned as is if it already is one)."""
     return model if isinstance(model, CachedModel) else CachedModel(model, name)
@@ -108,8 +117,8 @@ class MarkovModel:
     """
 
     def __init__(self, table: dict, order: int, context: tuple):
+        self.order = _check_order(order)
         self.table = table
-        self.order = order
         self.context = tuple(context)
 
     def __call__(self, prefix):
@@ -141,7 +150,7 @@ def random_markov_model(
     order : int >= 0
         0 gives a context-independent model.
     seed : int or numpy.random.Generator
-    denominator : int
+    denominator : int >= 1
     zero_prob : float in [0, 1)
 
     Returns
@@ -156,9 +165,13 @@ def random_markov_model(
     True
     """
     vocab_size = check_positive_int(vocab_size, "vocab_size")
-    if not (isinstance(order, int) and order >= 0):
-        raise InvalidParameterError(f"order must be an integer >= 0; got {order!r}")
-    if not 0 <= zero_prob < 1:
+    order = _check_order(order)
+    denominator = check_positive_int(denominator, "denominator")
+    if (
+        isinstance(zero_prob, bool | np.bool_)
+        or not isinstance(zero_prob, numbers.Real)
+        or not 0 <= zero_prob < 1
+    ):
         raise InvalidParameterError(f"zero_prob must lie in [0, 1); got {zero_prob!r}")
     rng = np.random.default_rng(seed)
     states = [()]

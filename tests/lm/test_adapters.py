@@ -421,3 +421,38 @@ def test_batched_held_out_sample_matches_the_trace_when_greedy(smol, tmp_cache):
         prompt = encode_prompt(smol.tokenizer, prompt_set()[pid][1], "user")
         assert b == prompt.size - 1 and np.array_equal(ids[: prompt.size], prompt)
         assert 0 <= ids.size - prompt.size <= 4 and ids.max() < smol.vocab_size
+
+
+def test_prompt_bootstrap_refuses_invalid_tables_and_never_returns_nan():
+    t = np.array([[1.0, 2.0], [3.0, 4.0], [2.0, 4.0]])
+    bad = [
+        ([np.array([[np.nan, 2.0], [3.0, 4.0]])], "tables\\[0\\] prompt 0"),
+        ([np.array([[1.0, -2.0], [3.0, 4.0]])], "tables\\[0\\] prompt 0"),
+        ([np.array([[1.0, 0.0], [3.0, 4.0]])], "count 0 must have sum 0"),
+        ([np.array([[0.0, 0.0], [0.0, 0.0]])], "total count 0"),
+        ([np.zeros((0, 2))], "no prompts"),
+        ([np.array([["1", "2"], ["1", "2"]])], "real numbers"),
+        ([np.array([[True, True], [False, True]])], "real numbers"),
+        ([], "tables"),
+        ("ab", "tables"),
+    ]
+    for tables, match in bad:
+        with pytest.raises(stt.InvalidParameterError, match=match):
+            E.prompt_bootstrap(tables, n_boot=50)
+    for kw, match in [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
+                      ({"level": float("nan")}, "level"), ({"level": "0.9"}, "level"),
+                      ({"statistic": 3}, "statistic")]:  # fmt: skip
+        with pytest.raises(stt.InvalidParameterError, match=match):
+            E.prompt_bootstrap([t], n_boot=50, **kw)
+    # Prompts of count 0: resamples drawing only them have ratio 0/0 -> refused, not NaN.
+    empty = np.array([[1.0, 2.0], [0.0, 0.0], [0.0, 0.0], [2.0, 4.0]])
+    with pytest.raises(stt.InvalidParameterError, match="resamples draw only prompts of count 0"):
+        E.prompt_bootstrap([empty], n_boot=2000, seed=0)
+    # A few zero-count prompts among many: every resample is defined, and they change nothing
+    # in the point estimate.
+    many = np.vstack([np.tile([[1.0, 2.0], [2.0, 4.0], [3.0, 5.0]], (4, 1)), [[0.0, 0.0]]])
+    (lo, hi), v = E.prompt_bootstrap([many], n_boot=500, seed=1)
+    assert np.isfinite([lo, hi]).all() and lo <= v <= hi
+    assert v == pytest.approx(24 / 44)
+    (lo2, hi2), _ = E.prompt_bootstrap([many], n_boot=500, seed=np.random.default_rng(1))
+    assert (lo2, hi2) == (lo, hi)

@@ -226,7 +226,7 @@ def test_spectr_block_checks_pass_and_fail_on_planted_errors(tmp_path):
     assert all(r["tau_kseq"] <= r["tau_bound"] + 1e-9 for r in rows)
 
     def wrong_rho(p, q, m, rho):  # a too small rho (pitfall P4): biased, accepts too much
-        return blocks.kseq_transition(p, q, m, 0.8 * rho if m == 1 else rho)
+        return blocks._transition(p, q, m, 0.8 * rho if m == 1 else rho)
 
     _, req = _blocks_checks(tmp_path, transition=wrong_rho)
     assert [c.passed for c in req.values()] == [False, False]
