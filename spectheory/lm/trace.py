@@ -140,12 +140,19 @@ class TraceSettings:
             raise InvalidParameterError(
                 f"prompts must be a non-empty list of integer ids{top}; got {bad or '[]'}"
             )
-        object.__setattr__(self, "prompts", tuple(int(i) for i in prompts))
+        prompts = tuple(int(i) for i in prompts)
+        twice = sorted({i for i in prompts if prompts.count(i) > 1})
+        if twice:  # recorded twice, its positions would weigh double in every mean
+            raise InvalidParameterError(f"prompts must not repeat an id; {twice} repeat")
+        object.__setattr__(self, "prompts", prompts)
         if isinstance(self.drafts, str) or not hasattr(self.drafts, "__iter__"):
             raise InvalidParameterError(f"drafts must be a sequence of specs; got {self.drafts!r}")
         object.__setattr__(self, "drafts", tuple(self.drafts))
         for d in self.drafts:
             parse_draft(d)
+        twice = sorted({d for d in self.drafts if self.drafts.count(d) > 1})
+        if twice:
+            raise InvalidParameterError(f"drafts must not repeat a spec; {twice} repeat")
 
     def key(self, loaded=None) -> str:
         """SHA-256 (16 hex) of the settings, the format and the fingerprints of what is recorded.

@@ -133,6 +133,20 @@ def _applicable(name, n, sampling):
     return as_verifier(name).supports(n, sampling)
 
 
+def check_grid_has_work(verifiers, ns, samplings) -> None:
+    """Refuse a grid in which no verifier supports any (n, draft law) pair.
+
+    Such a replay or sweep would return an empty table, which reads like a
+    result; pairs that only some verifiers support are replayed with those.
+    """
+    if not any(_applicable(v, n, s) for v in verifiers for n in ns for s in samplings):
+        names = [getattr(v, "name", v) for v in verifiers]
+        raise InvalidParameterError(
+            f"no verifier of {names} supports any n in {list(ns)} with any sampling in "
+            f"{list(samplings)}: nothing to replay (see each verifier's n and samplings)"
+        )
+
+
 def stream_words(draft, temperature, n, sampling, verifier) -> tuple[int, ...]:
     """Four 32-bit words identifying a configuration and verifier by value (seed material)."""
     blob = json.dumps([draft, float(temperature), int(n), sampling, verifier])
@@ -346,6 +360,7 @@ def replay(
         raise InvalidParameterError(f"seed must be an integer >= 0; got {seed!r}")
     trials = check_positive_int(trials, "trials")
     chunk = check_positive_int(chunk, "chunk")
+    check_grid_has_work(records, ns, samplings)
     drafts = tuple(drafts or trace.drafts)
     if rows is None:
         idx = np.arange(trace.num_positions)

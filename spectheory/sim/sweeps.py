@@ -100,7 +100,7 @@ from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..solvers.ot_dual import solve_bound
 from ..verifiers import REGISTRY
-from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, config_rows
+from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, check_grid_has_work, config_rows
 
 __all__ = [
     "BOUND_COLUMNS",
@@ -659,6 +659,7 @@ def sweep(
     seed = _check_seed(seed)
     chunk = check_positive_int(chunk, "chunk")
     drafts = _check_drafts(sharded, grid)
+    check_grid_has_work(grid.verifiers, grid.ns, grid.samplings)
     folder = str(Path(sharded.folder).resolve())
     tasks = []
     for draft in drafts:

@@ -163,6 +163,9 @@ def test_rows_do_not_wrap_and_out_of_range_is_clear():
         ({"prompts": (0.5,)}, r"prompts must be .* got \[0.5\]"),
         ({"prompts": (-1,)}, r"prompts must be .* got \[-1\]"),
         ({"prompts": ()}, r"prompts must be a non-empty"),
+        # recorded twice, a prompt's positions weighed double in every mean
+        ({"prompts": (0, 3, 0)}, r"prompts must not repeat an id; \[0\] repeat"),
+        ({"drafts": ("exit:15", "exit:15")}, r"drafts must not repeat a spec"),
         ({"model": 3}, "model must be a non-empty string; got 3"),
         ({"drafts": "exit:3"}, "drafts must be a sequence"),
         ({"prompt_file": 5}, "prompt_file must be a path string"),

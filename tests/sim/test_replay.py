@@ -156,6 +156,18 @@ def test_registered_user_verifier_in_a_sweep(trace, tmp_path):
         unregister_verifier("first_draft")
 
 
+def test_a_grid_with_nothing_to_replay_is_refused(trace, tmp_path):
+    # It returned an empty table (and the CLI exit 0), which reads like a result.
+    with pytest.raises(InvalidParameterError, match=r"no verifier of \['sd'\] supports any n"):
+        replay(trace, verifiers=("sd",), ns=(2,), samplings=("iid",), trials=5)
+    with pytest.raises(InvalidParameterError, match="nothing to replay"):
+        grid = SweepGrid(ns=(1, 2), samplings=("greedy",), verifiers=("rrs",), trials=5)
+        sweep(shard_trace(trace, tmp_path / "s", 10**7), grid)
+    # A grid with some work replays it (sd at n = 1 only).
+    out = replay(trace, verifiers=("sd",), ns=(1, 2), samplings=("iid",), trials=5, rows=[0])
+    assert {r["n"] for r in out} == {1}
+
+
 def test_bad_input(trace):
     with pytest.raises(InvalidParameterError, match="rows must be positions"):
         replay(trace, verifiers=("sd",), rows=[10**6])
