@@ -26,6 +26,10 @@ def add_grid_options(parser, drafts_flag: str = "--drafts") -> None:
     for action in group._group_actions:
         if action.dest != "trials":
             action.nargs = "+"
+        if action.dest == "drafts" and drafts_flag != "--drafts":
+            # its own slot: sharing the recording's --drafts, one value was dropped and
+            # --replay-drafts with --trace read as the (refused) recording option
+            action.dest = "replay_drafts"
 
 
 def grid_from_args(args):
@@ -39,4 +43,6 @@ def grid_from_args(args):
     given = dict(vars(args))
     if given.get("samplings") == ["all"]:
         del given["samplings"]
+    if "replay_drafts" in given:  # else the recorded drafts are the ones replayed
+        given["drafts"] = given.pop("replay_drafts")
     return settings_from_args(SweepGrid, argparse.Namespace(**given))

@@ -327,3 +327,30 @@ def test_load_callable_accepts_both_verifier_protocols(tmp_path, monkeypatch):
         assert fn.__name__ == name and n is None and law is None
     with pytest.raises(ValueError, match="must take four arguments"):
         load_callable("protocols_cli_test:three")
+
+
+def test_replay_drafts_choose_the_drafts_of_a_trace_file(tmp_path, capsys):
+    # --replay-drafts shared the recording's --drafts slot: with --trace it was refused
+    # as "--drafts cannot be combined with --trace", and beside --drafts one was dropped.
+    import csv
+
+    from spectheory.lm import Trace
+
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((3, 8))
+    drafts = {"a": z + rng.standard_normal((3, 8)), "b": z + rng.standard_normal((3, 8))}
+    path = Trace.from_arrays(z, drafts).save(tmp_path / "t.safetensors")
+    out = tmp_path / "r.csv"
+    argv = ["replay", "--trace", str(path), "--replay-drafts", "logits:b", "--n", "1",
+            "--verifiers", "sd", "--trials", "5", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(argv) == ExitCode.OK, capsys.readouterr().err
+    with open(out) as f:
+        assert {r["draft"] for r in csv.DictReader(f)} == {"logits:b"}
+    err = usage_error(["replay", "--trace", str(path), "--drafts", "logits:a"], capsys)
+    assert "--drafts cannot be combined with --trace" in err
+    from spectheory.cli import build_parser
+
+    args = build_parser(["replay"]).parse_args(
+        ["replay", "--drafts", "exit:15", "--replay-drafts", "exit:25"]
+    )
+    assert args.drafts == ["exit:15"] and args.replay_drafts == ["exit:25"]
