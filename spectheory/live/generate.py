@@ -81,7 +81,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._errors import InvalidParameterError
+from .._errors import InvalidParameterError, ShapeMismatchError
 from .._validate import check_choice, check_positive_int
 from ..coins import RandomCoins
 from ..distributions import _check_settings, process_logits
@@ -353,6 +353,16 @@ class _Run:
         self.t[key] += time.perf_counter() - t0
         return out
 
+    def _draft_logits(self, ids):
+        """The draft's next-token logits, refused unless they cover the target's vocabulary."""
+        logits = self._timed("draft", self.draft, ids, self.dcache)
+        if logits.shape[-1] != self.loaded.vocab_size:  # else a broadcast error, or silence
+            raise ShapeMismatchError(
+                f"draft {getattr(self.draft, 'spec', self.draft)!r} returned logits over "
+                f"{logits.shape[-1]} tokens; the target has {self.loaded.vocab_size}"
+            )
+        return logits
+
     def _tensor(self, rows):
         import torch
 
@@ -404,13 +414,13 @@ class _Run:
         qnode = {}  # (depth, representative row) -> q
         rows_alive = np.ones(n, dtype=bool)
         new = self._tensor([self.ctx[self.dlen :]])  # tokens the draft cache lacks (1 or 2)
-        logits = self._timed("draft", self.draft, new, self.dcache)
+        logits = self._draft_logits(new)
         self.draft_calls += 1
         for d in range(g):
             if d == 1 and n > 1:
                 self.dcache.batch_repeat_interleave(n)
             if d >= 1:
-                logits = self._timed("draft", self.draft, self._tensor(toks[:, d - 1]), self.dcache)
+                logits = self._draft_logits(self._tensor(toks[:, d - 1]))
                 self.draft_calls += 1
             t0 = time.perf_counter()
             groups = {}

@@ -25,7 +25,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from spectheory._errors import InvalidParameterError  # noqa: E402
+from spectheory._errors import InvalidParameterError, ShapeMismatchError  # noqa: E402
 from spectheory.coins import RandomCoins  # noqa: E402
 from spectheory.distributions import process_logits  # noqa: E402
 from spectheory.live import (  # noqa: E402
@@ -229,6 +229,18 @@ def test_bad_loaded_and_draft_objects(smol):
         EarlyExitDraft(smol, 30)
     d = make_draft(smol, "exit:12")
     assert make_draft(smol, d) is d and d.spec == "exit:12"
+
+    class Narrow:  # a user's draft over another vocabulary: was a numpy broadcast error
+        spec = "narrow"
+
+        def new_cache(self):
+            return d.new_cache()
+
+        def __call__(self, input_ids, cache):
+            return d(input_ids, cache)[:, :-100]
+
+    with pytest.raises(ShapeMismatchError, match="'narrow' returned logits over 49052 tokens"):
+        speculative_generate(smol, [1, 2, 3], draft=Narrow(), max_new_tokens=2, temperature=0)
 
 
 # --------------------------------------------------------------------------- helpers (no model)
