@@ -109,8 +109,8 @@ def run(args) -> int:
                 }
             )
     if skipped:
-        msg = (f"n drafts without replacement need n <= {support}, the draft's support; "
-               f"skipped {', '.join(skipped)}")  # fmt: skip
+        msg = (f"n drafts without replacement or greedy need n <= {support}, the draft's "
+               f"support; skipped {', '.join(skipped)}")  # fmt: skip
         if not rows:
             raise usage_error(f"--n: nothing to compute: {msg}")
         log.warning(msg)
