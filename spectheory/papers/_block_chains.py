@@ -29,9 +29,11 @@ recorded trace) and averages the conditional expectations above
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from .._errors import ShapeMismatchError
+from .._errors import InvalidParameterError, ShapeMismatchError
 from .._validate import as_distribution, check_positive_int, check_rng
 
 __all__ = ["block_stop_probabilities", "chain_exact", "chain_monte_carlo", "expected_block"]
@@ -69,12 +71,21 @@ def block_stop_probabilities(w, z):
         raise ShapeMismatchError(
             f"z must hold at least len(w) - 1 = {g - 1} residual masses; got {len(z)}"
         )
+    _check_unit(w, "w")
+    _check_unit(z[: g - 1], "z")
     h = []
     for i in range(g - 1):
         den = z[i] + 1 - w[i]
         h.append(z[i] / den if den != 0 else 1)
     h.append(w[g - 1])
     return h
+
+
+def _check_unit(values, name):
+    """Probabilities in [0, 1] (floats or Fractions); NaN, bools and strings refused."""
+    for i, x in enumerate(values):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not 0 <= x <= 1:
+            raise InvalidParameterError(f"{name}[{i}] must be a probability in [0, 1]; got {x!r}")
 
 
 def expected_block(h):
@@ -84,6 +95,7 @@ def expected_block(h):
     >>> expected_block([F(1, 2), F(1, 2)])
     Fraction(5, 4)
     """
+    _check_unit(h, "h")
     total, tail = 0, 1
     for i in range(len(h), 0, -1):
         total = total + i * h[i - 1] * tail

@@ -204,6 +204,8 @@ class TreeBuilder:
 
     def draw(self, u: int, token: int) -> int:
         """Record a draw of ``token`` at ``u``; return the (possibly existing) child."""
+        if isinstance(token, bool) or not isinstance(token, int | np.integer) or token < 0:
+            raise InvalidParameterError(f"token must be a token id (an int >= 0); got {token!r}")
         token = int(token)
         for c in self.draws[u]:
             if self.tokens[c] == token:

@@ -235,3 +235,22 @@ def test_threshold_round_refuses_a_negative_cost():
 def test_threshold_grid_refuses_bad_points(points):
     with pytest.raises(InvalidParameterError, match="points"):
         specdecpp.threshold_grid(points)
+
+
+def test_block_helpers_refuse_values_outside_the_unit_interval():
+    from spectheory.papers._block_chains import block_stop_probabilities, expected_block
+
+    with pytest.raises(InvalidParameterError, match=r"w\[1\] must be a probability"):
+        block_stop_probabilities([0.5, 1.5], [0.0])
+    with pytest.raises(InvalidParameterError, match=r"h\[0\] must be a probability"):
+        expected_block([float("nan"), 0.5])  # gave nan
+    with pytest.raises(InvalidParameterError, match=r"h\[1\] must be a probability"):
+        expected_block([0.5, 1.5])
+    assert expected_block([0.5, 0.5]) == 1.25
+
+
+def test_tree_builder_refuses_a_negative_token():
+    from spectheory.trees._tree import TreeBuilder
+
+    with pytest.raises(InvalidParameterError, match="token must be a token id"):
+        TreeBuilder().draw(0, -1)
