@@ -25,6 +25,7 @@ __all__ = [
     "PARALLEL_MIN_WORK",
     "TORCH_THREADS_ENV",
     "load_average",
+    "own_cpu_rate",
     "run_parallel",
     "torch_threads",
     "with_torch_threads",
@@ -69,15 +70,27 @@ def run_parallel(entries: int, rows: int) -> bool:
 TORCH_THREADS_ENV = "SPECTHEORY_TORCH_THREADS"
 
 _state = {"depth": 0, "end": None, "threads": 0}
+_START = (time.monotonic(), time.process_time())
+
+
+def own_cpu_rate() -> float:
+    """This process's mean busy cores since this module was imported (0 in the first 5 s).
+
+    Part of the load average is this process's own work (a test session, a
+    notebook cell that just ran): it must not count as another process's.
+    """
+    wall = time.monotonic() - _START[0]
+    return (time.process_time() - _START[1]) / wall if wall > 5.0 else 0.0
 
 
 def torch_threads(limit: int) -> int:
     """Threads for a torch loop: the cores the load average leaves idle, 1 to ``limit``.
 
-    ``SPECTHEORY_TORCH_THREADS`` fixes the count.  This process's own recent
-    work (a previous model loop ending less than a few minutes ago) is taken
-    out of the one-minute load average, which decays with a one-minute time
-    constant.
+    ``SPECTHEORY_TORCH_THREADS`` fixes the count.  This process's own work is
+    taken out of the one-minute load average: its mean busy cores since import
+    (:func:`own_cpu_rate`), or a model loop that ended less than a few minutes
+    ago (the average decays with a one-minute time constant), whichever is
+    larger.
     """
     env = os.environ.get(TORCH_THREADS_ENV, "").strip()
     if env:
@@ -88,9 +101,10 @@ def torch_threads(limit: int) -> int:
                 f"{TORCH_THREADS_ENV} must be a positive integer; got {env!r}"
             )
         return int(env)
-    own = 0.0
+    own = own_cpu_rate()
     if _state["end"] is not None:
-        own = _state["threads"] * math.exp(-(time.monotonic() - _state["end"]) / 60.0)
+        recent = _state["threads"] * math.exp(-(time.monotonic() - _state["end"]) / 60.0)
+        own = max(own, recent)
     others = max(0.0, load_average() - own)
     idle = int((os.cpu_count() or 1) - others + 0.5)
     return max(1, min(limit, idle))

@@ -61,6 +61,7 @@ def test_bound_is_the_same_either_way(monkeypatch, sampling):
 
 def test_torch_threads_follow_the_idle_cores(monkeypatch):
     monkeypatch.delenv(_threads.TORCH_THREADS_ENV, raising=False)
+    monkeypatch.setattr(_threads, "own_cpu_rate", lambda: 0.0)
     monkeypatch.setattr(_threads.os, "cpu_count", lambda: 4)
     monkeypatch.setitem(_threads._state, "end", None)
     for load, want in ((0.0, 4), (1.2, 3), (2.6, 1), (9.0, 1)):
@@ -77,6 +78,7 @@ def test_torch_threads_follow_the_idle_cores(monkeypatch):
 
 def test_a_model_loop_discounts_its_own_recent_load(monkeypatch):
     monkeypatch.delenv(_threads.TORCH_THREADS_ENV, raising=False)
+    monkeypatch.setattr(_threads, "own_cpu_rate", lambda: 0.0)
     monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(_threads, "load_average", lambda: 2.0)  # our own 2 threads, just now
     monkeypatch.setitem(_threads._state, "end", _threads.time.monotonic())
@@ -105,3 +107,17 @@ def test_with_torch_threads_sets_and_restores(monkeypatch):
     outer()
     assert seen == [("outer", 1), ("inner", 1)]
     assert torch.get_num_threads() == before
+
+
+def test_this_process_s_own_work_is_not_another_s(monkeypatch):
+    # A test session busy on one core makes the load 1 on its own: the model
+    # loops of its tests must still get both cores of a quiet 2-core machine.
+    monkeypatch.delenv(_threads.TORCH_THREADS_ENV, raising=False)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setitem(_threads._state, "end", None)
+    monkeypatch.setattr(_threads, "load_average", lambda: 1.1)
+    monkeypatch.setattr(_threads, "own_cpu_rate", lambda: 1.0)
+    assert _threads.torch_threads(2) == 2
+    monkeypatch.setattr(_threads, "own_cpu_rate", lambda: 0.0)  # the load is someone else's
+    assert _threads.torch_threads(2) == 1
+    assert _threads.own_cpu_rate() >= 0.0
