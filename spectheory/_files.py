@@ -12,9 +12,22 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._errors import TraceError
+from ._errors import InvalidParameterError, TraceError
 
-__all__ = ["atomic_path", "read_safetensors", "write_csv"]
+__all__ = ["atomic_path", "read_safetensors", "unique_keys", "write_csv"]
+
+
+def unique_keys(pairs):
+    """``json.loads`` hook: the object as a dict, refusing a key given twice.
+
+    JSON itself keeps the last value silently; the caller prefixes the file
+    and line to the :class:`~spectheory.InvalidParameterError`.
+    """
+    keys = [k for k, _ in pairs]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise InvalidParameterError(f"repeats the key(s) {', '.join(dup)}")
+    return dict(pairs)
 
 
 @contextmanager

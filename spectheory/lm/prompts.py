@@ -131,6 +131,7 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
     from pathlib import Path
 
     from .._errors import InvalidParameterError
+    from .._files import unique_keys
 
     path = Path(path)
     try:
@@ -139,16 +140,9 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         raise InvalidParameterError(f"prompt file {str(path)!r} cannot be read: {exc}") from None
     is_json = path.suffix.lower() in (".jsonl", ".json")
 
-    def unique(pairs):
-        keys = [k for k, _ in pairs]
-        dup = sorted({k for k in keys if keys.count(k) > 1})
-        if dup:
-            raise InvalidParameterError(f"repeats the key(s) {dup}")
-        return dict(pairs)
-
     def parse(chunk, where):
         try:
-            return json.loads(chunk, object_pairs_hook=unique)
+            return json.loads(chunk, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise InvalidParameterError(f"{where} is not JSON: {exc}") from None
         except InvalidParameterError as exc:

@@ -162,14 +162,6 @@ def _from_mapping(m, where) -> SampleLog:
     return as_sample_log(m["target"], m["draft"], m["drafts"], m["outputs"], m.get("round"))
 
 
-def _unique_keys(pairs):
-    keys = [k for k, _ in pairs]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise InvalidParameterError(f"repeats the key(s) {', '.join(dup)}")
-    return dict(pairs)
-
-
 def _is_id(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -203,7 +195,7 @@ def _load_jsonl(path: Path) -> SampleLog:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line, object_pairs_hook=_unique_keys)
+                obj = json.loads(line, object_pairs_hook=_files.unique_keys)
             except json.JSONDecodeError as exc:
                 raise InvalidParameterError(f"{path} line {i} is not JSON: {exc}") from None
             except InvalidParameterError as exc:
