@@ -39,6 +39,7 @@ __all__ = [
     "check_positive_int",
     "check_positive_real",
     "check_rng",
+    "real_array",
 ]
 
 #: Largest accepted ``|sum(row) - 1|`` by the input's floating-point type.  A
@@ -278,3 +279,30 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
         f"{name} must be None, a non-negative integer seed, a SeedSequence or a numpy "
         f"Generator; got {rng!r}"
     )
+
+
+def real_array(v, name):
+    """A float64 array (any shape) of real numbers, refusing bool, str and complex entries.
+
+    Python and numpy integers and floats and other :class:`numbers.Real` objects
+    (:class:`fractions.Fraction`) are accepted.  Lists are checked entry by
+    entry: ``[True, 10]`` has dtype int64, which would hide the bool.  Errors
+    name ``name``, the offending entry and its index.
+    """
+    try:
+        arr = np.asarray(v)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
+    if arr.dtype == object or not isinstance(v, np.ndarray):
+        for idx, e in np.ndenumerate(arr if arr.dtype == object else np.asarray(v, dtype=object)):
+            if isinstance(e, (bool, np.bool_)) or not isinstance(e, numbers.Real):
+                where = f" at index {idx if len(idx) > 1 else idx[0]}" if idx else ""
+                raise InvalidParameterError(
+                    f"{name} must hold real numbers; got {e!r} of type {type(e).__name__}{where}"
+                )
+    elif arr.dtype.kind not in "iuf":
+        raise InvalidParameterError(
+            f"{name} must hold real numbers; got an array of dtype {arr.dtype} (bool, str and "
+            "complex are refused)"
+        )
+    return arr.astype(np.float64)

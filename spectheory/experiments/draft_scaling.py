@@ -101,7 +101,10 @@ def _slope(x, y):
     """OLS slope of ``y`` on ``log10 x`` (y may be (..., n)): the fit of :func:`fit_log_linear`."""
     from ..solvers.scaling import _ols
 
-    return _ols(np.log10(np.asarray(x, dtype=np.float64)), np.asarray(y, dtype=np.float64))[1]
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if y.shape[-1:] != x.shape:
+        raise ValueError(f"y must have x's length {x.shape} on its last axis; got shape {y.shape}")
+    return _ols(np.log10(x), y)[1]
 
 
 def _t_interval(fit, level=0.95):

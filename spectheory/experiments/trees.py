@@ -123,9 +123,11 @@ def _diff_ci(a, b, paired):
     """Difference of means, 95% interval: paired t, or Welch's t for different trees."""
     from scipy import stats
 
-    if paired:
-        return _ci(np.asarray(a, float) - np.asarray(b, float))
     a, b = np.asarray(a, float), np.asarray(b, float)
+    if paired:
+        if a.shape != b.shape:
+            raise ValueError(f"paired samples must have equal shapes; got {a.shape} and {b.shape}")
+        return _ci(a - b)
     d = float(a.mean() - b.mean())
     if a.size < 2 or b.size < 2:
         return d, float("nan"), float("nan")

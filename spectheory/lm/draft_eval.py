@@ -20,7 +20,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._threads import with_torch_threads
-from .._validate import check_positive_int, check_rng
+from .._validate import check_positive_int, check_rng, real_array
 from ._kv import cache_kwargs, cache_of
 from .adapters import Adapter
 from .quantised import quantised_model
@@ -130,7 +130,6 @@ def prompt_bootstrap(tables, statistic=None, *, level=0.95, n_boot=2000, seed=0)
     >>> round(v, 4), bool(lo <= v <= hi)
     (0.6, True)
     """
-    from ..solvers.scaling import _real_vector
 
     if isinstance(level, bool | np.bool_) or not isinstance(level, numbers.Real):
         raise InvalidParameterError(f"level must be in (0, 1); got {level!r}")
@@ -148,7 +147,7 @@ def prompt_bootstrap(tables, statistic=None, *, level=0.95, n_boot=2000, seed=0)
         raise InvalidParameterError(
             "tables must be a sequence of (P, 2) arrays of (sum, count)"
         ) from None
-    arrs = [_real_vector(t, f"tables[{j}]") for j, t in enumerate(tables)]
+    arrs = [real_array(t, f"tables[{j}]") for j, t in enumerate(tables)]
     if not arrs or any(a.ndim != 2 or a.shape[1] != 2 or a.shape != arrs[0].shape for a in arrs):
         raise InvalidParameterError("tables must be equal-shaped (P, 2) arrays of (sum, count)")
     if arrs[0].shape[0] == 0:

@@ -38,8 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError
-from .._validate import check_positive_int, check_positive_real
-from .scaling import _real_vector
+from .._validate import check_positive_int, check_positive_real, real_array
 
 __all__ = ["Roofline", "batch_speedup", "optimal_width"]
 
@@ -137,7 +136,7 @@ def batch_speedup(alpha, batch, target_params, draft_params, roofline=None):
     [1.3636, 1.5455]
     """
     roofline = roofline or Roofline()
-    a = _real_vector(alpha, "alpha")
+    a = real_array(alpha, "alpha")
     if a.ndim != 1 or a.size == 0:
         raise InvalidParameterError(
             f"alpha must be a non-empty 1-D array in [0, 1]; got shape {a.shape}"

@@ -36,14 +36,13 @@ References
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
 from .._errors import InvalidParameterError
-from .._validate import check_choice, check_limit, check_positive_int, check_rng
+from .._validate import check_choice, check_limit, check_positive_int, check_rng, real_array
 from . import _published
 from ._result import SolverResult
 
@@ -101,7 +100,7 @@ class LogLinearFit(SolverResult):
     y: np.ndarray = field(repr=False)
 
     def _u(self, x_new):
-        x_new = _real_vector(x_new, "x_new")
+        x_new = real_array(x_new, "x_new")
         if not np.all(np.isfinite(x_new) & (x_new > 0)):
             raise InvalidParameterError(f"x_new must be finite and > 0; got {x_new!r}")
         return np.log(x_new) / math.log(self.base)
@@ -163,33 +162,6 @@ def _ols(u, y):
 MAX_BOOT_DRAWS = 50_000_000
 
 
-def _real_vector(v, name):
-    """A float64 array (any shape) of real numbers, refusing bool, str and complex entries.
-
-    Python and numpy integers and floats and other :class:`numbers.Real` objects
-    (:class:`fractions.Fraction`) are accepted.  Lists are checked entry by
-    entry: ``[True, 10]`` has dtype int64, which would hide the bool.  Errors
-    name ``name``, the offending entry and its index.
-    """
-    try:
-        arr = np.asarray(v)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
-    if arr.dtype == object or not isinstance(v, np.ndarray):
-        for idx, e in np.ndenumerate(arr if arr.dtype == object else np.asarray(v, dtype=object)):
-            if isinstance(e, (bool, np.bool_)) or not isinstance(e, numbers.Real):
-                where = f" at index {idx if len(idx) > 1 else idx[0]}" if idx else ""
-                raise InvalidParameterError(
-                    f"{name} must hold real numbers; got {e!r} of type {type(e).__name__}{where}"
-                )
-    elif arr.dtype.kind not in "iuf":
-        raise InvalidParameterError(
-            f"{name} must hold real numbers; got an array of dtype {arr.dtype} (bool, str and "
-            "complex are refused)"
-        )
-    return arr.astype(np.float64)
-
-
 def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     r"""Least-squares fit of :math:`y = a + b \log_B x` with bootstrap and prediction intervals.
 
@@ -242,7 +214,7 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     n_boot = check_positive_int(n_boot, "n_boot")
     confidence = _check_level(confidence, "confidence")
     rng = check_rng(seed, "seed")
-    xs, ys = _real_vector(x, "x"), _real_vector(y, "y")
+    xs, ys = real_array(x, "x"), real_array(y, "y")
     if xs.ndim != 1 or xs.shape != ys.shape:
         raise InvalidParameterError(
             f"x and y must be 1-D of the same length; got shapes {xs.shape} and {ys.shape}"
@@ -329,6 +301,7 @@ def leviathan_capacity_data(target, temperature):
     check_choice(target, "target", ("T5-XXL EnDe", "T5-XXL CNNDM", "LaMDA 137B"))
     if temperature not in (0, 1) or isinstance(temperature, bool):
         raise InvalidParameterError(f"temperature must be 0 or 1; got {temperature!r}")
+    temperature = int(temperature)  # 0.0 and 1.0 index the table too
     rows = [
         (_published.LEVIATHAN_DRAFT_PARAMS[d], al[temperature])
         for d, al in _published.LEVIATHAN_TABLE3[target].items()

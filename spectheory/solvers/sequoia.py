@@ -37,9 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError
-from .._validate import check_positive_int
+from .._validate import check_positive_int, real_array
 from ._result import SolverResult
-from .scaling import _real_vector
 
 __all__ = ["SequoiaResult", "sequoia_tree", "sequoia_values", "tree_value"]
 
@@ -71,7 +70,7 @@ class SequoiaResult(SolverResult):
 
 
 def _check_acc(acceptance):
-    acc = _real_vector(acceptance, "acceptance")  # bool, str and complex entries refused
+    acc = real_array(acceptance, "acceptance")  # bool, str and complex entries refused
     if acc.ndim != 1 or acc.size == 0:
         raise InvalidParameterError(
             f"acceptance must be a non-empty 1-D vector (rank 1 first); got shape {acc.shape}"

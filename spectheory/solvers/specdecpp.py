@@ -65,9 +65,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InstanceTooLargeError, InvalidParameterError, SolverError
-from .._validate import check_choice, check_limit, check_positive_int, check_positive_real
+from .._validate import (
+    check_choice,
+    check_limit,
+    check_positive_int,
+    check_positive_real,
+    real_array,
+)
 from ._result import SolverResult
-from .scaling import _real_vector
 from .speedup import optimal_gamma_positional
 
 __all__ = [
@@ -168,8 +173,8 @@ def _parse_model(acceptance, transition):
                 f"(values, probabilities); got {acceptance!r}"
             ) from None
     # Entry by entry: bools, strings and complex numbers are refused, not coerced or parsed.
-    v = _real_vector(values, "acceptance values")
-    p = _real_vector(probs, "acceptance probabilities")
+    v = real_array(values, "acceptance values")
+    p = real_array(probs, "acceptance probabilities")
     if v.ndim != 1 or v.shape != p.shape or v.size == 0:
         raise InvalidParameterError(
             "acceptance needs as many probabilities as values (1-D, non-empty); "
@@ -191,7 +196,7 @@ def _parse_model(acceptance, transition):
     p = p / p.sum()
     T = None
     if transition is not None:
-        T = _real_vector(transition, "transition")
+        T = real_array(transition, "transition")
         m = v.size
         if T.shape != (m, m):
             raise InvalidParameterError(

@@ -88,6 +88,9 @@ GAMMA_METHODS = ("marginal", "lambertw", "enumerate")
 #: ``gamma_max + 1`` columns; the Lambert-W rounding is O(1) up to int64 floats.
 MAX_GAMMA = {"marginal": 10**5, "lambertw": 2**53, "enumerate": 10**7}
 
+#: Most entries :func:`acceptance_count_pmf` returns (80 MB of float64).
+MAX_PMF_ENTRIES = 10**7
+
 #: Kinds of per-position acceptance accepted by the ``*_positional`` functions.
 POSITIONAL_KINDS = ("conditional", "prefix")
 
@@ -150,6 +153,10 @@ def _check_gamma(x, name="gamma"):
         raise InvalidParameterError(
             f"{name} must be an integer >= 0 (or an integer array); got {x!r}"
         )
+    if raw.dtype.kind == "u" and raw.size and raw.max() > np.iinfo(np.int64).max:
+        # astype(int64) would wrap these to negative values.
+        bad = raw > np.iinfo(np.int64).max
+        _raise_at(name, raw, bad, f"must be at most {np.iinfo(np.int64).max}")
     arr = raw.astype(np.int64)
     bad = arr < 0
     if bad.any():
@@ -252,7 +259,8 @@ def acceptance_count_pmf(alpha, gamma):
     Returns
     -------
     ndarray, shape (..., gamma + 1)
-        Entry ``l`` is :math:`P(A = \ell)`.
+        Entry ``l`` is :math:`P(A = \ell)`; at most :data:`MAX_PMF_ENTRIES`
+        entries (larger requests raise ``InstanceTooLargeError``).
 
     Examples
     --------
@@ -261,6 +269,8 @@ def acceptance_count_pmf(alpha, gamma):
     """
     a = _check_prob(alpha, "alpha")
     g = _check_scalar_gamma(gamma)
+    check_limit(a.size * (g + 1), "alpha.size * (gamma + 1)", MAX_PMF_ENTRIES,
+                "entries of the returned law")
     powers = a[..., None] ** np.arange(g + 1)
     return _pmf_from_prefix(powers[..., 1:])
 
@@ -566,8 +576,10 @@ def continuous_optimal_gamma(alpha, c):
     Returns
     -------
     float or ndarray
-        ``inf`` where the speedup grows without bound (``c = 0 < alpha``, or
-        ``alpha = 1`` with ``c < 1``); ``0`` where drafting never helps
+        ``inf`` where the speedup increases in :math:`\gamma` for ever, so that
+        no finite draft length maximises it (``c = 0 < alpha``, or ``alpha = 1``
+        with ``c < 1``; the speedup stays bounded unless also ``alpha = 1`` and
+        ``c = 0``); ``0`` where drafting never helps
         (``alpha = 0`` or ``c >= 1``).
 
     Examples
@@ -785,6 +797,11 @@ def optimal_gamma_positional(acceptance, c, *, kind="conditional", method="margi
     """
     check_choice(method, "method", ("marginal", "enumerate"))
     P = _positional_prefix(acceptance, kind)
+    if P.shape[-1] == 0:
+        raise InvalidParameterError(
+            "acceptance must give at least one draft position to choose among "
+            f"(shape (..., K) with K >= 1); got shape {P.shape}"
+        )
     cc = _check_cost(c, "c")
     scalar = P.ndim == 1 and cc.ndim == 0
     shape = np.broadcast_shapes(P.shape[:-1], cc.shape)

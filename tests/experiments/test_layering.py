@@ -201,3 +201,15 @@ def test_trees_intervals_match_the_textbook_formulas():
     np.testing.assert_allclose(_diff_ci(a[:6], b, True), _ci(a[:6] - b), rtol=1e-12)
     assert _diff_ci([1.0, 1.0], [2.0, 2.0, 2.0], False) == (-1.0, -1.0, -1.0)
     assert np.isnan(_diff_ci([1.0], [2.0, 3.0], False)[1])
+
+
+def test_private_statistics_refuse_unequal_lengths():
+    # Both gave a numpy broadcast error (or a silent broadcast) on mismatched input.
+    from spectheory.experiments.draft_scaling import _slope
+    from spectheory.experiments.trees import _diff_ci
+
+    with pytest.raises(ValueError, match=r"x's length \(3,\).*\(2,\)"):
+        _slope([1, 10, 100], [0.1, 0.2])
+    assert _slope([1, 10, 100], [0.1, 0.2, 0.3]) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="paired samples must have equal shapes"):
+        _diff_ci([1.0, 2.0, 3.0], [1.0, 2.0], paired=True)

@@ -156,3 +156,11 @@ def test_predict_refuses_str_and_bool(x_new, match):
         with pytest.raises(InvalidParameterError, match=match):
             call(x_new)
     assert fit.predict(np.int64(1000)) == pytest.approx(7.0, rel=1e-12)
+
+
+def test_capacity_data_accepts_float_temperatures():
+    # 0.0 passed the "0 or 1" check and then indexed the table: TypeError.
+    for t in (0, 1):
+        x, y = leviathan_capacity_data("LaMDA 137B", float(t))
+        x0, y0 = leviathan_capacity_data("LaMDA 137B", t)
+        assert x.tolist() == x0.tolist() and y.tolist() == y0.tolist()

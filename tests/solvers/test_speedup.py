@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import brentq, minimize_scalar
 
-from spectheory import InvalidParameterError
+from spectheory import InstanceTooLargeError, InvalidParameterError
 from spectheory.solvers import speedup as sp
 
 # docs/theory.md §1.5(c): integer gamma* and S(gamma*) from Theorem 3.8.
@@ -293,6 +293,24 @@ def test_pmf_refuses_rising_prefix_probabilities():
     with pytest.raises(sp.InvalidParameterError, match=r"got P_2 = 0\.9 > P_1 = 0\.5"):
         sp.acceptance_count_pmf_positional([0.5, 0.9], kind="prefix")  # was [0.5, -0.4, 0.9]
     assert sp.acceptance_count_pmf_positional([0.5, 0.9], 1, kind="prefix").tolist() == [0.5, 0.5]
+
+
+def test_unsigned_gamma_beyond_int64_is_refused_not_wrapped():
+    # np.uint64(2**64 - 1).astype(int64) is -1: the message said "got -1.0".
+    with pytest.raises(sp.InvalidParameterError, match=r"gamma must be at most .*1\.8446"):
+        sp.tokens_per_round(0.5, np.uint64(2**64 - 1))
+    assert sp.tokens_per_round(0.5, np.uint64(2)) == 1.75
+
+
+def test_pmf_size_is_limited():
+    with pytest.raises(InstanceTooLargeError, match=r"alpha.size \* \(gamma \+ 1\)"):
+        sp.acceptance_count_pmf(0.5, 10**9)  # 8 GB of float64 before the check
+
+
+def test_positional_optimum_needs_a_position():
+    with pytest.raises(sp.InvalidParameterError, match=r"at least one draft position.*\(0,\)"):
+        sp.optimal_gamma_positional([], 0.1)  # was numpy's "argmax of an empty sequence"
+    assert sp.optimal_gamma_positional([0.9], 0.1).gamma == 1
 
 
 def test_capped_and_degenerate():
