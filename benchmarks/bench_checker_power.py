@@ -1,7 +1,10 @@
 """Power and false-alarm tables of the losslessness checkers (docs/checker.md).
 
-1. check_lossless's per-row chi-square: a one-row check (tests: the row's
-   chi-square, the pooled PIT, the bound; Bonferroni over m = 3) of outputs
+0. Validity: the exact false-alarm rate (binomial sums, no sampling) of a
+   row with one small cell, for Pearson's chi-square p-value and for the
+   checker's test (G with Agrawal's bound), at the levels a verdict uses.
+1. check_lossless's per-row test: a one-row check (tests: the row's
+   G test, the pooled PIT, the bound; Bonferroni over m = 3) of outputs
    drawn from a biased law p + tv (e_0 - e_1) of total variation ``tv``, for
    a grid of ``tv`` and trials; detection rate over ``--reps`` repetitions
    at alpha = 1e-6, next to the stated ``detectable_tv``.  The outputs are
@@ -37,8 +40,8 @@ P = np.array([0.3, 0.4, 0.3])
 def checker_detects(counts, p, rng, alpha):
     """check_lossless's verdict on one row's counts (row test, PIT, no bound excess)."""
     ys = np.repeat(np.arange(p.size), counts)
-    row = _stats.chisquare_gof(counts, p).pvalue
-    pit = _stats.uniformity_chisquare(_stats.randomised_pit(p, ys, rng)).pvalue
+    row = _stats.multinomial_gof(counts, p).pvalue
+    pit = _stats.uniformity_gof(_stats.randomised_pit(p, ys, rng)).pvalue
     return _stats.bonferroni([row, pit, 1.0]) <= alpha
 
 
@@ -60,6 +63,30 @@ def power_table(tvs, trials_grid, reps, alpha=1e-6, seed=0):
         + " | ".join(f"{_stats.detectable_tv(T, 3, alpha / 3):.3f}" for T in trials_grid)
         + " |"
     )
+    return "\n".join(lines)
+
+
+def exact_rate(test, lam, N, level):
+    """P(test's p-value <= level) for the row p = (1 - lam/N, lam/N) with N draws, exactly."""
+    from scipy import stats
+
+    e = lam / N
+    k = np.arange(0, int(20 * lam + 60))
+    p = np.array([1 - e, e])
+    pv = np.array([test(np.array([N - x, x], float), p).pvalue for x in k])
+    return float(stats.binom.pmf(k, N, e)[pv <= level].sum())
+
+
+def validity_table(lams=(5, 10, 20, 50, 200), N=20_000, levels=(1e-6 / 3, 1e-9)):
+    lines = ["| expected count of the small cell | "
+             + " | ".join(f"Pearson at {a:.1e} | G bound at {a:.1e}" for a in levels) + " |",
+             "|---|" + "---|" * (2 * len(levels))]  # fmt: skip
+    for lam in lams:
+        cells = []
+        for a in levels:
+            cells += [f"{exact_rate(_stats.chisquare_gof, lam, N, a):.1e}",
+                      f"{exact_rate(_stats.multinomial_gof, lam, N, a):.1e}"]  # fmt: skip
+        lines.append(f"| {lam} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -101,6 +128,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small grids (smoke run)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    print(validity_table(lams=(5, 50) if args.quick else (5, 10, 20, 50, 200)))
+    print()
     if args.quick:
         print(power_table([0.02, 0.05], [1000, 5000], reps=20))
         print()

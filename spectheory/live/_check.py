@@ -53,7 +53,7 @@ import numpy as np
 from scipy import stats
 
 from .._errors import InvalidParameterError
-from ..sim._stats import detectable_tv, wilson_interval
+from ..sim._stats import detectable_tv, uniformity_gof, wilson_interval
 from ..sim.check import LosslessReport
 
 __all__ = ["check_live_lossless", "pit_values"]
@@ -158,7 +158,8 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LosslessRepo
         tokens tested, ``trials`` is 1; ``acceptance``, ``bound`` and
         ``acceptance_interval`` describe the single-draft nodes
         (``bound_samples`` of them; NaN without any); ``tests`` holds
-        ``"pit_chi2"``, ``"pit_ks"`` and ``"acceptance"``.
+        ``"pit"`` (:func:`~spectheory.sim._stats.uniformity_gof`), ``"pit_ks"`` and
+        ``"acceptance"``.
     """
     if not (isinstance(alpha, float) and 0 < alpha < 1):
         raise InvalidParameterError(f"alpha must be a float in (0, 1); got {alpha!r}")
@@ -190,9 +191,9 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LosslessRepo
     tests = {}
     bins = 0
     if N >= 10:
-        bins = min(MAX_BINS, N // 5)
-        counts = np.bincount((u * bins).astype(np.int64), minlength=bins)
-        tests["pit_chi2"] = float(stats.chisquare(counts).pvalue)
+        pit = uniformity_gof(u, MAX_BINS)
+        bins = pit.cells
+        tests["pit"] = pit.pvalue
         tests["pit_ks"] = float(stats.kstest(u, "uniform").pvalue)
     bound = np.concatenate([r.node_bound for r in runs])
     hit = np.concatenate([r.node_hit for r in runs])

@@ -10,7 +10,9 @@ verifier with
 * ``mc``, ``mc_low``, ``mc_high``: the Monte Carlo membership acceptance over
   ``trials`` trials (:func:`spectheory.simulate`) and its 95% Wilson interval;
 * ``chi2_p``: Pearson's chi-square p-value of the outputs against the target
-  (0 when any output has target probability 0), ``impossible``: the number of
+  (0 when any output has target probability 0; the asymptotic p-value, a
+  screening column: far in the tail it overstates significance, and verdicts
+  come from :func:`spectheory.check_lossless`), ``impossible``: the number of
   such outputs (0 for a lossless verifier), and ``pit_mean``, the mean of
   the randomised probability integral transforms (1/2 under losslessness;
   pooled tests:
@@ -51,8 +53,8 @@ from ..drafting import SAMPLINGS
 from ..solvers.ot_dual import solve_bound
 from ..verifiers._registry import Verifier, as_verifier, builtin_names
 from . import _kernels
-from ._stats import wilson_interval
-from .check import _pearson
+from ._stats import chisquare_gof, wilson_interval
+from .check import _row_test
 from .simulate import simulate
 
 __all__ = [
@@ -282,7 +284,7 @@ def config_rows(
                         "mc_low": lo,
                         "mc_high": hi,
                         "trials": int(T),
-                        "chi2_p": float(_pearson(counts, p[b])[0]),
+                        "chi2_p": float(_row_test(counts, p[b], chisquare_gof)[0]),
                         "impossible": int(counts[p[b] == 0].sum()),
                         "pit_mean": float(pit.mean()),
                         **extra,

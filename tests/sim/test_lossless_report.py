@@ -100,7 +100,7 @@ def test_live_and_logged_agree_on_the_acceptance_of_the_same_samples(reports):
     np.testing.assert_allclose(live.bound, logged.bound, rtol=1e-12)
     np.testing.assert_allclose(live.acceptance_interval, logged.acceptance_interval, rtol=1e-12)
     assert live.verifier == "sd" and live.rows == B and live.trials == 1
-    assert set(live.tests) == {"pit_chi2", "pit_ks", "acceptance"}
+    assert set(live.tests) == {"pit", "pit_ks", "acceptance"}
     assert live.excess_p_value == live.tests["acceptance"]
 
 

@@ -183,22 +183,103 @@ def test_pooled_pit_is_calibrated_and_sees_a_bias():
     rng = np.random.default_rng(3)
     P = rng.dirichlet(np.ones(8) * 0.5, size=5000)
     ys = np.array([rng.choice(8, p=row) for row in P])
-    assert S.uniformity_chisquare(S.randomised_pit(P, ys, rng)).pvalue > FA
+    assert S.uniformity_gof(S.randomised_pit(P, ys, rng)).pvalue > FA
     hot = P**0.7
     hot /= hot.sum(1, keepdims=True)
     yh = np.array([rng.choice(8, p=row) for row in hot])
-    assert S.uniformity_chisquare(S.randomised_pit(P, yh, rng)).pvalue < FA
+    assert S.uniformity_gof(S.randomised_pit(P, yh, rng)).pvalue < FA
 
 
-def test_uniformity_chisquare_equals_scipy():
+def test_uniformity_gof_is_the_g_test_of_equiprobable_bins():
     u = np.random.default_rng(4).random(1000)
-    r = S.uniformity_chisquare(u)
+    r = S.uniformity_gof(u)
     counts = np.histogram(u, bins=50, range=(0, 1))[0]
-    ref = stats.chisquare(counts)
+    g = stats.power_divergence(counts, lambda_="log-likelihood").statistic  # scipy's G
     assert (r.df, r.cells) == (49, 50)
-    np.testing.assert_allclose([r.statistic, r.pvalue], [ref.statistic, ref.pvalue], rtol=1e-12)
-    assert S.uniformity_chisquare(u[:30]).cells == 6
-    assert S.uniformity_chisquare(u[:9]).pvalue == 1.0
+    np.testing.assert_allclose(r.statistic, g, rtol=1e-12)
+    assert r.pvalue == S.kl_tail_bound(g / 2, 50)
+    assert S.uniformity_gof(u[:30]).cells == 6
+    assert S.uniformity_gof(u[:9]).pvalue == 1.0
+
+
+# --- the verdicts' goodness of fit: valid at every level (audit of the row tests) -------------
+
+
+def _exact_two_cell_rate(pvalue, lam, N, level):
+    """P(pvalue(row) <= level) for p = (1 - lam/N, lam/N) and N draws, summed exactly."""
+    e = lam / N
+    k = np.arange(0, int(20 * lam + 60))  # the binomial pmf beyond is below 1e-30
+    pv = np.array([pvalue(np.array([N - x, x], float), np.array([1 - e, e])) for x in k])
+    return float(stats.binom.pmf(k, N, e)[pv <= level].sum())
+
+
+@pytest.mark.parametrize("N", [2000, 20_000])
+@pytest.mark.parametrize("lam", [5, 6, 8, 20, 50])
+def test_multinomial_gof_false_alarm_is_at_most_its_level(lam, N):
+    """Exact false-alarm rates (no sampling) of a row with one small cell, down to 1e-10.
+
+    Pearson's chi-square tail, which the verdicts used before, gives 2.0e-5 at level 3.3e-7
+    for lam = 5 (60 times the level): checked too, so that this test cannot pass trivially.
+    """
+    for level in (1e-2, 1e-4, 1e-6 / 3, 1e-8, 1e-10):
+        rate = _exact_two_cell_rate(lambda c, p: S.multinomial_gof(c, p).pvalue, lam, N, level)
+        assert rate <= level
+    if (lam, N) == (5, 20_000):
+        pearson = _exact_two_cell_rate(lambda c, p: S.chisquare_gof(c, p).pvalue, lam, N, 1e-6 / 3)
+        assert pearson > 10 * 1e-6 / 3
+
+
+def test_multinomial_gof_three_cells_exactly_valid():
+    """Every count vector of N = 60 draws on three cells enumerated: rate <= level."""
+    p = np.array([0.85, 0.1, 0.05])
+    N = 60
+    for level in (1e-2, 1e-4, 1e-6):
+        rate = 0.0
+        for a in range(N + 1):
+            for b in range(N + 1 - a):
+                c = np.array([a, b, N - a - b], float)
+                if S.multinomial_gof(c, p, 0.0).pvalue <= level:
+                    rate += stats.multinomial.pmf(c, N, p)
+        assert rate <= level
+
+
+def test_kl_tail_bound_and_critical_value():
+    assert S.kl_tail_bound(0.9, 2) == 1.0 and S.kl_tail_bound(5.0, 1) == 1.0
+    # closed form at k = 2: e^{-t} e t
+    assert S.kl_tail_bound(20.0, 2) == pytest.approx(math.exp(-20.0) * math.e * 20.0, rel=1e-14)
+    for cells in (2, 3, 50, 1000):
+        for alpha in (1e-3, 1e-9):
+            t = S.kl_critical(cells, alpha)
+            assert S.kl_tail_bound(t, cells) == pytest.approx(alpha, rel=1e-9)
+    assert S.kl_critical(1, 1e-6) == math.inf
+
+
+def test_nested_partitions_catch_a_bias_on_the_likely_tokens():
+    """A TV bias of 0.02 moved between the two likeliest of 1,000 Zipf tokens (20,000 draws).
+
+    The counts are set to their expectations (no sampling).  Over all 135 pooled cells the
+    bound cannot see it (p = 1), nor can Pearson's test (p = 0.9997); the partition that keeps
+    the likeliest cells apart gives p below 1e-11.
+    """
+    V, N = 1000, 20_000
+    p = np.arange(1, V + 1) ** -1.5
+    p /= p.sum()
+    biased = p.copy()
+    biased[:2] += [0.02, -0.02]
+    counts = np.round(N * biased)
+    r = S.multinomial_gof(counts, p)
+    assert r.cells == 135 and r.pvalue < 1e-11
+    assert S.kl_tail_bound(r.statistic / 2, r.cells) == 1.0
+    assert S.chisquare_gof(counts, p).pvalue > 0.99
+    assert S.nested_partition_sizes(135) == [1, 3, 7, 15, 31, 63, 127, 135]
+
+
+def test_multinomial_gof_pools_as_stated():
+    """The pooling of pool_cells (fewer cells, a smaller threshold: the power of the bound)."""
+    r = S.multinomial_gof([50, 45, 3, 2], [0.5, 0.44, 0.03, 0.03])
+    assert (r.cells, r.df) == (3, 2)
+    obs, exp = np.array([50.0, 45.0, 5.0]), np.array([50.0, 44.0, 6.0])
+    assert r.statistic == pytest.approx(2 * float((obs * np.log(obs / exp)).sum()), rel=1e-12)
 
 
 def test_bonferroni_and_holm_closed_formula():
@@ -247,19 +328,20 @@ def test_chernoff_and_azuma_closed_forms():
 
 
 def test_detectable_tv_reaches_its_power():
-    """At TV = detectable_tv the noncentral chi-square rejects with probability 0.99.
+    """At TV = detectable_tv the row test rejects with probability about 0.99.
 
     Checked on the exact binomial law (bins = 2: the count of one cell is
-    Binomial(N, 1/2 + tv)): power >= 0.99 up to the normal approximation.
+    Binomial(N, 1/2 + tv)) with the test itself (G and its bound): power within
+    [0.985, 0.995] up to the noncentral approximation of G.
     """
     N, alpha = 20_000, 1e-6
     tv = S.detectable_tv(N, 2, alpha)
-    crit = stats.chi2.isf(alpha, 1)
     k = np.arange(N + 1)
-    stat = (k - N / 2) ** 2 / (N / 2) * 2  # Pearson on 2 cells with p = (1/2, 1/2)
-    power = stats.binom.pmf(k, N, 0.5 + tv)[stat > crit].sum()
+    half = np.array([0.5, 0.5])
+    reject = np.array([S.multinomial_gof([x, N - x], half).pvalue <= alpha for x in k])
+    power = stats.binom.pmf(k, N, 0.5 + tv)[reject].sum()
     assert 0.985 <= power <= 0.995
-    assert S.detectable_tv(20_000, 10, alpha) == pytest.approx(0.0300, abs=5e-4)
+    assert S.detectable_tv(20_000, 10, alpha) == pytest.approx(0.0371, abs=5e-4)
 
 
 def test_check_alpha():

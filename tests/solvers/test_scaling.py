@@ -46,10 +46,27 @@ def test_against_scipy_linregress_and_bases():
     fe = fit_log_linear(x, y, base="e", n_boot=10)
     assert fe.slope == pytest.approx(fit.slope / math.log(10), rel=1e-12)
     np.testing.assert_allclose(fe.predict([5.0, 50.0]), fit.predict([5.0, 50.0]), rtol=1e-12)
-    # Bootstrap intervals contain the estimate and the generating slope here (n = 12).
-    assert fit.slope_ci[0] < fit.slope < fit.slope_ci[1]
-    assert fit.slope_ci[0] < 0.05 < fit.slope_ci[1]
     assert fit.n_boot == 500
+
+
+def test_bootstrap_slope_interval_coverage():
+    """The 95% bootstrap interval of the slope covers the generating slope, over 300 data sets.
+
+    (It replaces a one-seed assertion that fails for 8.5% of data seeds.)  At n = 12 the
+    percentile bootstrap under-covers (measured 0.915); if its true miss rate is at most 0.15
+    the misses exceed the binomial 1 - 1e-6 quantile with probability below 1e-6, while an
+    interval at the wrong level (50%) misses about half the time.  Every interval contains
+    its own estimate.
+    """
+    reps, misses = 300, 0
+    for s in range(reps):
+        rng = np.random.default_rng(s)
+        x = np.exp(rng.uniform(0, 10, 12))
+        y = 0.4 + 0.05 * np.log10(x) + rng.normal(0, 0.01, 12)
+        fit = fit_log_linear(x, y, n_boot=500, seed=s)
+        misses += not (fit.slope_ci[0] < 0.05 < fit.slope_ci[1])
+        assert fit.slope_ci[0] < fit.slope < fit.slope_ci[1]
+    assert misses <= stats.binom.isf(1e-6, reps, 0.15), misses
 
 
 def test_prediction_interval_formula_and_coverage():
