@@ -60,6 +60,17 @@ def run(args) -> int:
     out_root = Path(args.out or Path("papers-out") / args.paper)
     names = list(PAPERS) if args.paper == "all" else [get_paper(args.paper).name]
     trace = args.trace or None
+    if trace is not None:
+        # Before loading the model: a trace of another model or without the
+        # drafts a paper analyses is refused, naming what it lacks.
+        from ..lm import load_trace
+        from ..lm._loader import SMOLLM2
+        from ..papers._common import check_trace_suits
+
+        trace = load_trace(trace)
+        for name in names:
+            if PAPERS[name].uses_trace:
+                check_trace_suits(trace, name, SMOLLM2)
     loaded = None
     if any(PAPERS[n].needs_model for n in names) or (trace is None and len(names) > 1):
         from ..papers._common import get_model

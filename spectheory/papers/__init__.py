@@ -56,6 +56,7 @@ _ENTRIES = [
         "closed forms, Figures 2 and 3, the Table 3 capacity fits, the trace's alpha table with "
         "intervals, the early-exit analogue with the measured CPU cost ratio",
         needs_model=True,
+        draft_prefixes=("exit:", "ngram:"),
     ),
     Paper(
         "specdecpp",
@@ -68,6 +69,7 @@ _ENTRIES = [
         "heuristic, oracle-threshold and acceptance-head policies on the real model, the main "
         "table beside the abstract's",
         needs_model=True,
+        draft_prefixes=(),
     ),
     Paper(
         "scaling",
@@ -94,6 +96,7 @@ _ENTRIES.append(
         "trees of random Markov models",
         needs_model=False,
         uses_trace=True,
+        draft_prefixes=(),
     )
 )
 

@@ -207,6 +207,8 @@ class Paper:
     uses_trace : bool
         Whether it reads the real model's trace at all; False for reproductions
         that are exact computations on small synthetic instances only.
+    draft_prefixes : tuple of str
+        The trace drafts it analyses, by name prefix (:func:`paper_drafts`).
     """
 
     name: str
@@ -216,6 +218,7 @@ class Paper:
     regenerates: str
     needs_model: bool
     uses_trace: bool = True
+    draft_prefixes: tuple = ("exit:",)
 
     @property
     def setting(self) -> str:
@@ -346,21 +349,68 @@ class Run:
         )
 
 
-def get_trace(trace, quick: bool, loaded=None, progress: bool = True):
+def get_trace(trace, quick: bool, loaded=None, progress: bool = True, *, paper=None):
     """The trace to analyse: ``trace`` itself, a trace file, or the default one.
 
     ``None`` records (or reuses from the cache) the default trace
     (:class:`spectheory.lm.TraceSettings`: 38 prompts, 24 tokens at T = 1),
     or in quick mode a small one (:data:`QUICK_PROMPTS`, 8 tokens).
+
+    With ``paper`` (a registered paper's name), a given trace must suit it: it must
+    hold the drafts the paper analyses (:func:`paper_drafts`), and a paper that
+    runs the model on the trace's tokens needs a trace of that very model
+    (``loaded``, or the embedded SmolLM2 the paper would load): token ids of
+    another vocabulary fed to SmolLM2 give numbers about nothing.
     """
     from ..lm import Trace, TraceSettings, load_trace, record_trace
+    from ..lm._loader import SMOLLM2  # the model get_model loads
 
-    if isinstance(trace, Trace):
-        return trace
-    if trace is not None:
-        return load_trace(trace)
+    if isinstance(trace, Trace) or trace is not None:
+        tr = trace if isinstance(trace, Trace) else load_trace(trace)
+        if paper is not None:
+            check_trace_suits(tr, paper, loaded.name if loaded is not None else SMOLLM2)
+        return tr
     settings = TraceSettings(prompts=QUICK_PROMPTS, max_new_tokens=8) if quick else TraceSettings()
     return record_trace(settings, loaded=loaded, progress=progress)
+
+
+def check_trace_suits(tr, paper: str, model: str) -> None:
+    """Refuse a trace that ``paper`` cannot analyse (see :func:`get_trace`).
+
+    ``model`` is the name of the model the paper would run on the trace's
+    tokens (checked only for papers that run one).
+    """
+    from . import PAPERS
+
+    paper_drafts(tr, paper)
+    if PAPERS[paper].needs_model and tr.settings.model != model:
+        raise InvalidParameterError(
+            f"{paper} runs the model {model} on the trace's tokens, but the trace was "
+            f"recorded from {tr.settings.model}; pass a trace of {model} (spectheory trace "
+            "record) or leave out the trace"
+        )
+
+
+def paper_drafts(tr, paper: str) -> list:
+    """The drafts of ``tr`` that ``paper`` analyses (its ``draft_prefixes``), or an error.
+
+    Most reproductions compare the trace's early exits (``exit:L``), one also
+    its n-gram draft; a trace built from arrays names its drafts
+    ``logits:NAME``, which they cannot place (a layer, a cost ratio).  A paper
+    with no prefixes takes every draft.
+    """
+    from . import PAPERS
+
+    prefixes = PAPERS[paper].draft_prefixes
+    if not prefixes:
+        return list(tr.drafts)
+    drafts = [d for d in tr.drafts if d.startswith(prefixes)]
+    if not drafts:
+        raise InvalidParameterError(
+            f"{paper} analyses the trace's drafts named "
+            f"{' or '.join(x + '...' for x in prefixes)}; the trace has {', '.join(tr.drafts)}"
+        )
+    return drafts
 
 
 _COST_RATIOS: dict = {}

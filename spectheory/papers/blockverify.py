@@ -435,7 +435,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     rows = markov_comparison(run, 6 if quick else 24)
     markov = markov_vs_gamma(run, 6 if quick else 12, MARKOV_GAMMA)
     run.log("real trace: chains of gamma = 1..8, Monte Carlo")
-    tr = get_trace(trace, quick, loaded, progress)
+    tr = get_trace(trace, quick, loaded, progress, paper="blockverify")
     # Chains no longer than the longest recorded continuation (short traces: shorter chains).
     longest = int(tr.steps.max()) + 1 if tr.num_positions else 0
     real = trace_vs_gamma(run, tr, max(1, min(GAMMA_MAX, longest)), starts=48 if quick else 128,

@@ -51,7 +51,7 @@ from ..exact import CLOSED_FORMS
 from ..exact import acceptance as exact_acceptance
 from ..sim._stats import wilson_interval as _wilson
 from ..solvers.ot_dual import solve_bound
-from ._common import Run, close_to, get_trace
+from ._common import Run, close_to, get_trace, paper_drafts
 from ._hu_main_table import main_table
 from ._trace_rows import trace_pq as _pq
 from ._trace_rows import valid_rows
@@ -433,8 +433,8 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     run = Run("hu2025", out_dir, quick, progress)
     run.log("known answers")
     known_answer_checks(run)
-    tr = get_trace(trace, quick, loaded, progress)
-    drafts = [d for d in tr.drafts if d.startswith("exit:")]
+    tr = get_trace(trace, quick, loaded, progress, paper="hu2025")
+    drafts = paper_drafts(tr, "hu2025")
     ns = (1, 2, 3, 4) if quick else (1, 2, 3, 4, 6, 8)
     temps = (0.5, 0.7, 1.0) if quick else (0.3, 0.5, 0.7, 1.0, 1.5)
     run.log("optimal acceptance per draft law against n and T")

@@ -52,7 +52,7 @@ from ..solvers.speedup import (
     tokens_per_round,
 )
 from . import _leviathan_figures as _figs
-from ._common import Run, close_to, cost_ratio, get_model, get_trace
+from ._common import Run, close_to, cost_ratio, get_model, get_trace, paper_drafts
 
 __all__ = ["CONTINUOUS_GAMMA", "GAMMA_TABLE", "TABLE3_FITS", "reproduce"]
 
@@ -442,8 +442,8 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     )
     run.log("early-exit analogue on the real model")
     loaded = get_model(loaded)
-    tr = get_trace(trace, quick, loaded, progress)
-    drafts = [d for d in tr.drafts if d.startswith(("exit:", "ngram:"))]
+    tr = get_trace(trace, quick, loaded, progress, paper="leviathan")
+    drafts = paper_drafts(tr, "leviathan")
     run.log("alpha table of the trace (prompt-bootstrap intervals)")
     profiles = _figs.alpha_table(run, tr, drafts, ALPHA_TEMPERATURES_QUICK if quick
                                  else ALPHA_TEMPERATURES)  # fmt: skip

@@ -220,7 +220,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     )
     run.log("capacity law of the early exits (teacher-forced passes)")
     loaded = get_model(loaded)
-    tr = get_trace(trace, quick, loaded, progress)
+    tr = get_trace(trace, quick, loaded, progress, paper="scaling")
     layers = (2, 6, 10, 15, 20, 25, 29) if quick else tuple(range(1, 30))
     law, cap = capacity(run, tr, loaded, layers, (0.7, 1.0))
     for T, fit in law.fits_parameters.items():

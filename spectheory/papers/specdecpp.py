@@ -497,7 +497,7 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     mdp = mdp_checks(run)
     run.log("real model: acceptance head and draft-length policies")
     loaded = get_model(loaded)
-    real = real_policies(run, get_trace(trace, quick, loaded, progress), loaded)
+    real = real_policies(run, get_trace(trace, quick, loaded, progress, paper="specdecpp"), loaded)
     main_table(run, mdp, real)
     return run.result()
 

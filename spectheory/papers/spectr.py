@@ -49,7 +49,7 @@ from .._validate import as_distribution_pair, check_positive_int
 from ..distributions import process_logits, softmax
 from ..exact import kseq_acceptance, rrs_acceptance
 from ..solvers.ot_dual import bound
-from ._common import Run, close_to, get_trace, serial_kernels
+from ._common import Run, close_to, get_trace, paper_drafts, serial_kernels
 from ._spectr_blocks import block_efficiency_table
 
 __all__ = ["GUARANTEE", "KNOWN_KSEQ", "SEARCH_MINIMA", "iid_optimum", "reproduce"]
@@ -384,11 +384,11 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
         else:
             worst_case_search(run, ns=tuple(range(2, 9)), samples=1500, refine=4)
     run.log("trace: K-SEQ against the optimum at every position")
-    tr = get_trace(trace, quick, loaded, progress)
+    tr = get_trace(trace, quick, loaded, progress, paper="spectr")
     ns = (1, 2, 3, 4) if quick else tuple(range(1, 9))
     trace_ratios(run, tr, ns, (1.0,) if quick else (0.7, 1.0))
     run.log("trace: block efficiency against K and L (sequence form, exact chain)")
-    exits = [d for d in tr.drafts if d.startswith("exit:")]
+    exits = paper_drafts(tr, "spectr")
     lengths = np.bincount(np.unique(np.asarray(tr.prompt_ids), return_inverse=True)[1])
     L_max = int(min(8, lengths.min()))
     block_efficiency_table(

@@ -17,8 +17,9 @@ def section_papers(ctx: ReportContext, page) -> None:
     Each paper writes its CSV tables and PNG figures into ``papers/NAME/`` of the
     report folder (the same files as ``spectheory reproduce NAME``).
     """
+    from .._errors import InvalidParameterError
     from ..papers import PAPERS
-    from ..papers._common import get_model
+    from ..papers._common import get_model, paper_drafts
 
     page.section("The papers, reproduced", "papers")
     page.paragraph(
@@ -37,6 +38,13 @@ def section_papers(ctx: ReportContext, page) -> None:
             ctx.skip(f"papers/{name}", f"it runs the model, and report --trace {ctx.trace_file} "
                      "loads none (run `spectheory reproduce` with the model)", page)  # fmt: skip
             continue
+        if paper.uses_trace and ctx.trace is not None:
+            try:
+                paper_drafts(ctx.trace, name)
+            except InvalidParameterError as exc:
+                ctx.skip(f"papers/{name}", f"{exc} (a trace built from arrays names its "
+                         "drafts logits:NAME)", page)  # fmt: skip
+                continue
         if paper.needs_model and ctx.loaded is None:
             ctx.loaded = get_model()
         ctx.say(f"reproducing {name}")

@@ -116,13 +116,36 @@ def _bound(p, q, d, sampling, first):
     return beta
 
 
-def _check_draft_law(q, d, sampling):
-    """Refuse drafts the declared law cannot produce (the bound would be the wrong one).
+def _check_draft_law(q, d, sampling, alpha):
+    r"""Refuse drafts the declared law cannot produce (the bound would be the wrong one).
 
     Without replacement and greedy drafts are distinct; greedy drafts of a row
     with ``n >= 2`` include ``n - 1`` most likely draft tokens (any tie order).
+    i.i.d. drafts repeat: two of them coincide with probability
+    :math:`\sum_x q(x)^2`, so a log in which no row of several drafts repeats
+    one has probability at most :math:`\prod_r (1 - \sum_x q_r(x)^2)` under
+    i.i.d. drafting; at most ``alpha``, the declaration is refused (the
+    i.i.d. bound is below the without-replacement one, and a correct engine
+    would be called lossy against it).
     """
     if sampling == "iid":
+        several = np.count_nonzero(d >= 0, axis=1) >= 2
+        if not several.any():
+            return
+        for r in np.flatnonzero(several):
+            row = d[r][d[r] >= 0]
+            if np.unique(row).size != row.size:
+                return  # a repeat: i.i.d. drafting is possible
+        collide = np.einsum("rv,rv->r", q[several], q[several])
+        log_p = float(np.sum(np.log1p(-np.minimum(collide, 1.0))))
+        if log_p <= math.log(alpha):
+            raise InvalidParameterError(
+                f"the drafts contradict sampling='iid': none of the {int(several.sum())} rows "
+                f"with several drafts repeats a draft, which i.i.d. drafts from the logged "
+                f"draft distributions do with probability at most {math.exp(log_p):.2e}; pass "
+                "sampling='without_replacement' (or 'greedy') for an engine that drafts "
+                "distinct tokens"
+            )
         return
     for r in range(d.shape[0]):
         row = d[r][d[r] >= 0]
@@ -176,7 +199,11 @@ def check_lossless_from_samples(
     sampling : {"iid", "without_replacement", "greedy"}
         Law of the drafts, for the acceptance bound; drafts it cannot
         produce (a repeat without replacement, greedy drafts that miss the
-        top ``n - 1`` of ``q``) raise :class:`~spectheory.InvalidParameterError`.
+        top ``n - 1`` of ``q``) raise :class:`~spectheory.InvalidParameterError`,
+        and so does a log without any repeated draft under ``"iid"`` when
+        i.i.d. drafts would have repeated one with probability at least
+        ``1 - alpha`` (an engine that drafts without replacement, audited
+        with the default).
     alpha : float in (0, 1)
         False-alarm rate of the verdict.
     rng : int, Generator or None
@@ -213,7 +240,7 @@ def check_lossless_from_samples(
     top = check_positive_int(top, "top")
     gen = check_rng(0 if rng is None else rng)
     p, q, d, y = log.target, log.draft, log.drafts, log.outputs
-    _check_draft_law(q, d, sampling)
+    _check_draft_law(q, d, sampling, alpha)
     N = y.size
     rows = np.arange(N)
 

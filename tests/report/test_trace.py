@@ -77,6 +77,40 @@ def test_cli_report_trace(trace_file, tmp_path, no_model, capsys):
     assert "--model cannot be combined with --trace" in capsys.readouterr().err
 
 
+def test_papers_that_cannot_use_the_trace_are_skipped_or_refused(trace_file, tmp_path, no_model,
+                                                                 monkeypatch, capsys):
+    """A trace from arrays has no early exits and is not SmolLM2's.
+
+    The report skipped nothing and died on "table 'alpha_vs_n' of hu2025 is empty"; and
+    ``reproduce specdecpp --trace`` fed the trace's token ids to SmolLM2 and exited 0 with
+    tables about nothing.  Now the report skips such a paper, saying why, and ``reproduce``
+    refuses before loading any model.
+    """
+    from spectheory import papers
+
+    monkeypatch.setattr(papers, "PAPERS", {k: papers.PAPERS[k] for k in ("hu2025", "blockverify")})
+    res = build_report(tmp_path / "r", sections=["setup", "papers"], progress=False,
+                       trace=str(trace_file))  # fmt: skip
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    reason = summary["skipped"]["papers/hu2025"]
+    assert "hu2025 analyses the trace's drafts named exit:..." in reason
+    assert "the trace has logits:mine" in reason
+    assert "papers/blockverify" not in summary["skipped"]  # any draft will do for it
+    assert res.ok
+    monkeypatch.undo()
+    for paper, message in (
+        ("specdecpp", "specdecpp runs the model smollm2-135m-instruct on the trace's tokens, "
+                      "but the trace was recorded from arrays:my-model"),
+        ("hu2025", "hu2025 analyses the trace's drafts named exit:...; the trace has logits:mine"),
+        ("leviathan", "drafts named exit:... or ngram:..."),
+    ):
+        argv = ["reproduce", paper, "--quick", "--trace", str(trace_file), "--quiet",
+                "--out", str(tmp_path / paper)]  # fmt: skip
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / paper).exists()
+
+
 def test_trace_and_settings_together_are_refused(trace_file, tmp_path):
     from spectheory.lm import TraceSettings
 

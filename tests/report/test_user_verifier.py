@@ -72,7 +72,22 @@ def test_report_sections_include_the_users_verifiers(user_module, tmp_path, monk
     section_bounds_and_verifiers(ctx, page)
     replayed = (tmp_path / "out" / "replay.csv").read_text()
     assert ",my_sd," in replayed and ",first_draft," in replayed
+    # first_draft always keeps a draft: acceptance 1 against alpha* < 1, flagged in the
+    # verifiers table (it was shown without a flag); no built-in lossless verifier is.
+    above = ctx.summary["verifiers"]["above_bound"]
+    assert {a["verifier"] for a in above if a["verifier"] != "typical"} == {"first_draft"}
+    assert {a["draft law"] for a in above if a["verifier"] == "first_draft"} == {
+        "iid", "without_replacement", "greedy"}
+    assert not ctx.summary["verifiers"]["all_as_expected"]
+    assert "first_draft" in page.html() and "declared lossless" in page.html()
     section_lossless(ctx, page)
     verdicts = ctx.summary["lossless"]["verdicts"]
-    assert verdicts["yours: my_sd"] == "consistent with lossless"
-    assert verdicts["yours: first_draft"].startswith("lossy")
+    # Checked under every draft law the function claims (all three, undeclared): the first
+    # draft of i.i.d. and of without-replacement drafts follows q, of greedy drafts not, so
+    # single-draft speculative sampling on it is lossy there (it was checked under i.i.d.
+    # only, and passed, while replay.csv showed the greedy bias).
+    assert verdicts["yours: my_sd [iid]"] == "consistent with lossless"
+    assert verdicts["yours: my_sd [without_replacement]"] == "consistent with lossless"
+    assert verdicts["yours: my_sd [greedy]"].startswith("lossy")
+    assert all(verdicts[f"yours: first_draft [{law}]"].startswith("lossy")
+               for law in ("iid", "without_replacement", "greedy"))  # fmt: skip
