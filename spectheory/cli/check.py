@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 
+from .._errors import InvalidParameterError
 from ._common import (
     ExitCode,
     existing_path,
@@ -215,15 +217,32 @@ def run(args) -> int:
         else:
             p = process_logits(trace.target_logits.astype(np.float64), temperature)
             q = process_logits(trace.draft_logits(on), temperature)
-            rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS))
+            from ..verifiers._api import check_verifier_law
+
+            _, law_used = check_verifier_law(verifier, n, common.get("sampling"))
+            # Distinct drafts need n tokens in the draft's support at the chosen rows.
+            need = n if law_used in ("without_replacement", "greedy") else 1
+            rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS), min_support=need)
             if rows.size == 0:
                 raise usage_error(
                     f"no position of the trace has an overlap sum(min(p, q)) in (0.1, 0.9) with "
-                    f"draft {on} at temperature {temperature:g} (a draft equal to the target, "
-                    f"or disjoint from it, tells nothing): choose rows with --positions"
+                    f"draft {on} at temperature {temperature:g}"
+                    + (f" and at least {need} tokens in the draft's support" if need > 1 else "")
+                    + " (a draft equal to the target, or disjoint from it, tells nothing): "
+                    "choose rows with --positions"
                 )
         where = f"trace positions {rows.tolist()} with draft {on}"
-        report = check_lossless(verifier, trace, on, rows=rows, temperature=temperature, **common)
+        try:
+            report = check_lossless(verifier, trace, on, rows=rows, temperature=temperature,
+                                    **common)  # fmt: skip
+        except InvalidParameterError as exc:
+            # The library numbers the rows it was given; name the trace positions instead.
+            m = re.search(r"\brow (\d+)\b", str(exc))
+            if m is None or int(m.group(1)) >= rows.size:
+                raise
+            raise InvalidParameterError(
+                f"{exc} (row {m.group(1)} is trace position {int(rows[int(m.group(1))])})"
+            ) from None
     if args.json:
         fields = ("verifier", "lossy", "verdict", "p_value", "alpha", "impossible_outputs",
                   "acceptance", "acceptance_interval", "bound", "exceeds_bound", "detectable_tv",

@@ -117,7 +117,8 @@ class ReportContext:
         return write_csv(rows, self.out_dir / name, columns)
 
 
-def informative_rows(target, draft, k: int, low: float = 0.1, high: float = 0.9):
+def informative_rows(target, draft, k: int, low: float = 0.1, high: float = 0.9,
+                     min_support: int = 1):
     """Positions worth testing: the ``k`` highest-entropy targets whose overlap is in (low, high).
 
     A verifier's bias shows only where the draft is neither useless nor perfect,
@@ -128,6 +129,9 @@ def informative_rows(target, draft, k: int, low: float = 0.1, high: float = 0.9)
     ----------
     target, draft : ndarray, shape (B, V)
     k : int
+    min_support : int
+        Fewest tokens of positive draft probability (``n`` for drafts without
+        replacement or greedy drafts, which need ``n`` distinct tokens).
 
     Returns
     -------
@@ -140,7 +144,8 @@ def informative_rows(target, draft, k: int, low: float = 0.1, high: float = 0.9)
     """
     overlap = np.minimum(target, draft).sum(axis=1)
     entropy = -(target * np.log(np.where(target > 0, target, 1.0))).sum(axis=1)
-    candidates = np.flatnonzero((overlap > low) & (overlap < high))
+    support = np.count_nonzero(draft > 0, axis=1)
+    candidates = np.flatnonzero((overlap > low) & (overlap < high) & (support >= min_support))
     return candidates[np.argsort(-entropy[candidates], kind="stable")[:k]]
 
 
@@ -161,10 +166,11 @@ def section_setup(ctx: ReportContext, page) -> None:
         {"item": "machine", "value": f"{platform.machine()}, {_cores()} cores"},
         {"item": "model", "value": f"{s.model} ({_layers(tr)}, V = {tr.vocab_size})"},
         {"item": "drafts", "value": ", ".join(tr.drafts)},
-        {"item": "trained adapters", "value": _adapters_line(tr)},
+        {"item": "trained adapters", "value": _adapters_line(tr, ctx.trace_file)},
         {"item": "prompts x tokens", "value": f"{len(s.prompts)} x {s.max_new_tokens} "
          f"({tr.num_positions} positions)"},
-        {"item": "target sampling", "value": f"T = {s.temperature}, seed {s.seed}"},
+        {"item": "target sampling", "value": "none: the trace was built from arrays"
+         if s.model.startswith("arrays:") else f"T = {s.temperature}, seed {s.seed}"},
         {"item": "trace key", "value": s.key()},
         {"item": "mode", "value": "quick" if ctx.quick else "full"},
     ]  # fmt: skip
@@ -183,13 +189,28 @@ def section_setup(ctx: ReportContext, page) -> None:
     ctx.summary["setup"] = {r["item"]: r["value"] for r in rows}
 
 
-def _adapters_line(trace) -> str:
+def _adapters_line(trace, trace_file="") -> str:
     """Which trained adapters the trace has, or how to train one (the report then records it)."""
     have = [d for d in trace.drafts if d.startswith("adapter:")]
     if have:
         return ", ".join(have) + " (trained, from the adapter cache)"
+    if trace_file:  # the researcher's own trace: the report records nothing
+        return "none in this trace"
     return ("none in this trace (none cached): train one with `spectheory draft train --layer "
             "25` and the next report records `adapter:25` beside the exits")  # fmt: skip
+
+
+def _every(stride: int) -> str:
+    """``"every position"``, ``"every 2nd position"``, ``"every 3rd"``, ``"every 11th"``, ...
+
+    >>> [_every(k) for k in (1, 2, 3, 11, 21, 112)]
+    ['every position', 'every 2nd', 'every 3rd', 'every 11th', 'every 21st', 'every 112th']
+    """
+    if stride == 1:
+        return "every position"
+    teen = 10 <= stride % 100 <= 20
+    suffix = "th" if teen else {1: "st", 2: "nd", 3: "rd"}.get(stride % 10, "th")
+    return f"every {stride}{suffix}"
 
 
 def _layers(trace) -> str:
@@ -279,7 +300,7 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     fewer = [(k, c) for k, c in sorted(per_draft.items()) if c < rows.size]
     page.section("Optimal acceptance and every verifier", "verifiers")
     page.paragraph(
-        f"{rows.size} positions (every {stride}th of the trace), temperatures 0.7 and 1.0 applied "
+        f"{rows.size} positions ({_every(stride)} of the trace), temperatures 0.7 and 1.0 applied "
         "to both models. `bound` is the optimal membership acceptance alpha* (OT dual, "
         "`spectheory.bound`), `exact` the verifier's closed-form acceptance where one exists, "
         "`monte carlo` the simulated acceptance (numba kernels, "
@@ -406,7 +427,7 @@ def section_lossless(ctx: ReportContext, page) -> None:
     p = process_logits(tr.target_logits.astype(np.float64), 1.0)
     q = process_logits(tr.draft_logits(draft), 1.0)
     # The checker's default power in quick mode too: it is cheap next to the replay.
-    rows = informative_rows(p, q, 4)
+    rows = informative_rows(p, q, 4, min_support=4)  # rrs_wor checks n = 4 distinct drafts
     trials = 20_000
     cases = []
     for name in ("sd", "rrs", "rrs_wor", "kseq", "spechub", "greedy", "nss", "naive", "optimal",

@@ -172,6 +172,29 @@ def test_check_trace_without_informative_rows_says_so(tmp_path, capsys):
     assert "no position of the trace has an overlap" in err and "--positions" in err
 
 
+def test_check_picks_positions_where_distinct_drafts_exist(tmp_path, capsys):
+    """A draft with 3 tokens of support at most positions (an n-gram draft, say), n = 4.
+
+    The automatic rule chose such a position for rrs_wor and the library then said "draft
+    row 2" (an index into its own selection).  Now only positions with 4 draft tokens are
+    chosen, and a position the user names is reported by its trace position.
+    """
+    from spectheory.lm import Trace
+
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((6, 8))
+    d = z + rng.standard_normal((6, 8))
+    d[:, 3:] = -np.inf  # support 3 ...
+    d[4, 3] = 0.0  # ... except at position 4 (support 4)
+    path = Trace.from_arrays(z, {"narrow": d}).save(tmp_path / "narrow.safetensors")
+    argv = ["check", "rrs_wor", "--trace", str(path), "--on", "logits:narrow", "--n", "4",
+            "--sampling", "without_replacement", "--trials", "300", "--json"]  # fmt: skip
+    assert main(argv) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["rows"] == 1  # position 4 alone
+    err = usage_error([*argv, "--positions", "4,1"], capsys)
+    assert "larger than the support of draft row 1" in err and "trace position 1" in err
+
+
 def test_check_recording_options_with_a_trace_file_are_refused(trace_file, capsys):
     argv = ["check", "rrs", "--trace", trace_file, "--max-new-tokens", "3"]
     assert "--max-new-tokens cannot be combined with --trace" in usage_error(argv, capsys)

@@ -55,6 +55,9 @@ def test_report_on_a_trace_file_loads_no_model(trace_file, tmp_path, no_model, m
     assert summary["trace_file"] == {"path": str(trace_file), "model": "arrays:my-model"}
     assert summary["setup"]["trace file"] == f"{trace_file} (model arrays:my-model)"
     assert summary["setup"]["drafts"] == "logits:mine"
+    # nothing was sampled, and the report records no adapter for a trace file
+    assert summary["setup"]["target sampling"] == "none: the trace was built from arrays"
+    assert summary["setup"]["trained adapters"] == "none in this trace"
     reason = summary["skipped"]["papers/leviathan"]
     assert "runs the model" in reason and str(trace_file) in reason
     assert summary["lossless"]["draft"] == "logits:mine"
