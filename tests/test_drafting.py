@@ -85,6 +85,20 @@ def test_greedy_split_ties_to_lowest_id():
     np.testing.assert_allclose(qt, [0, 0, 0.75, 0.25])
 
 
+def test_greedy_split_renormalises_by_the_tail_not_by_one_minus_the_head():
+    """q[0] rounds to exactly 1.0: 1 - q(T) is 0 but the tail is not (mutation audit).
+
+    The tail law must come from the tail's own sum (0/0 otherwise); by hand:
+    q_tail = e^{-40}, e^{-41} renormalised = 1/(1 + e^{-1}), e^{-1}/(1 + e^{-1}).
+    """
+    q = stt.softmax(np.array([0.0, -40.0, -41.0]))
+    assert q[0] == 1.0
+    T, qt = greedy_split(q, 2)
+    assert list(T) == [0]
+    want = np.array([0.0, 1.0, np.exp(-1.0)]) / (1.0 + np.exp(-1.0))
+    np.testing.assert_allclose(qt, want, rtol=1e-12)
+
+
 def test_sample_shapes_and_seeding():
     q = np.array([0.2, 0.3, 0.5])
     a = stt.sample_drafts(q, 2, "without_replacement", 7)
