@@ -27,7 +27,7 @@ Example (the test a researcher copies, README "Testing your own verifier")::
 
     from spectheory.testing import assert_exactly_lossless, assert_lossless
 
-    def my_sd(p, q, drafts, coins, *, sampling):
+    def my_sd(p, q, drafts, coins, *, sampling):  # every law it claims is checked
         x = drafts[0]
         if coins.bernoulli(min(1, p[x] / q[x])):
             return x
@@ -207,7 +207,11 @@ def assert_exactly_lossless(
     n : int
         Number of drafts.
     sampling : str, optional
-        Draft law; default the verifier's first law.
+        Draft law; default every law the verifier claims (``Verifier.samplings``;
+        all three for an undecorated function) that allows ``n`` drafts, each
+        checked in turn: a verifier is only lossless for the laws it is checked
+        under, and a record's claim is what the registry, the report and the
+        simulator trust.
     max_examples : int
         Hypothesis examples tried (deterministic search: ``derandomize``).
     max_vocab : int
@@ -221,13 +225,26 @@ def assert_exactly_lossless(
     InvalidParameterError
         A black-box verifier (no exact law) or an unsupported ``n``/``sampling``.
     """
-    from .verifiers._api import check_verifier_law
-
-    v, sampling = check_verifier_law(verifier, n, sampling)
+    v, laws = _laws(verifier, n, sampling)
     if v.protocol != "coins":
         raise InvalidParameterError(
             f"verifier {v.name!r} is a black box: it has no exact law; use assert_lossless"
         )
+    for law in laws:
+        _assert_exactly_lossless_under(v, target, draft, n, law, max_examples, max_vocab)
+
+
+def _laws(verifier, n, sampling):
+    """The verifier record and the draft laws to check: ``sampling``, or every law it claims."""
+    from .verifiers._api import check_verifier_law
+
+    v, first = check_verifier_law(verifier, n, sampling)
+    if sampling is not None:
+        return v, [first]
+    return v, [law for law in v.samplings if v.supports(n, law)]
+
+
+def _assert_exactly_lossless_under(v, target, draft, n, sampling, max_examples, max_vocab):
     if target is not None:
         from ._validate import as_distribution_pair
 
@@ -364,7 +381,9 @@ def assert_lossless(
     target, draft : array_like (V,) or (B, V), optional
         Rows to test; default :func:`edge_cases` (7 rows, V = 50).
     n, sampling
-        Number of drafts and draft law (default the verifier's first law).
+        Number of drafts and draft law; default every law the verifier claims
+        that allows ``n`` drafts, each checked at ``alpha / laws`` (Bonferroni,
+        so the false-alarm rate of the whole assertion stays ``alpha``).
     trials : int, optional
         Trials per row (default :data:`spectheory.sim.check.DEFAULT_TRIALS`).
     alpha : float
@@ -372,27 +391,36 @@ def assert_lossless(
     rng : int or numpy.random.Generator
         Seed (0 by default, so the assertion is reproducible).
 
+    Returns
+    -------
+    dict
+        The :class:`~spectheory.sim.check.LosslessReport` of each law checked.
+
     Raises
     ------
     AssertionError
-        The checker rejects losslessness; the message has its verdict and power.
+        The checker rejects losslessness under some law; the message names the
+        law and has the verdict and power.
     """
     from .sim.check import DEFAULT_TRIALS, check_lossless
-    from .verifiers._api import check_verifier_law
 
-    v, sampling = check_verifier_law(verifier, n, sampling)
-    if target is None:
-        target, draft = edge_cases()
-        if sampling != "iid":  # laws without replacement and greedy need n tokens of mass
-            keep = np.count_nonzero(draft, axis=1) >= n
-            target, draft = target[keep], draft[keep]
-    report = check_lossless(
-        v, target, draft, n, sampling, trials=trials or DEFAULT_TRIALS, alpha=alpha, rng=rng
-    )
-    if report.lossy:
-        raise AssertionError(
-            f"verifier {v.name!r} is not lossless ({report.verdict}) at false-alarm rate "
-            f"{alpha:g}; per-row p-values {report.tests}; this test detects with probability "
-            f"0.99 a bias of total variation {report.detectable_tv:.3g} on one row"
+    v, laws = _laws(verifier, n, sampling)
+    share = alpha / len(laws)
+    reports = {}
+    for law in laws:
+        rows, cols = (target, draft) if target is not None else edge_cases()
+        if target is None and law != "iid":  # distinct drafts need n tokens of mass
+            keep = np.count_nonzero(cols, axis=1) >= n
+            rows, cols = rows[keep], cols[keep]
+        report = check_lossless(
+            v, rows, cols, n, law, trials=trials or DEFAULT_TRIALS, alpha=share, rng=rng
         )
-    return report
+        if report.lossy:
+            raise AssertionError(
+                f"verifier {v.name!r} is not lossless with sampling={law!r} ({report.verdict}) "
+                f"at false-alarm rate {share:g}; per-row p-values {report.tests}; this test "
+                f"detects with probability 0.99 a bias of total variation "
+                f"{report.detectable_tv:.3g} on one row"
+            )
+        reports[law] = report
+    return reports

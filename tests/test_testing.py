@@ -166,10 +166,12 @@ def test_exact_assertion_on_a_given_instance():
 
 
 def test_statistical_assertion():
-    report = assert_lossless("rrs", n=2, trials=4000)
-    assert report.rows == 7 and not report.lossy
+    reports = assert_lossless("rrs", n=2, trials=4000)
+    assert list(reports) == ["iid"]  # rrs claims i.i.d. drafts only
+    assert reports["iid"].rows == 7 and not reports["iid"].lossy
     assert_lossless("rrs_wor", n=2, trials=2000)
-    with pytest.raises(AssertionError, match=r"false-alarm rate 1e-06.*total variation"):
+    # alpha = 1e-6 shared by the three laws an undecorated function claims
+    with pytest.raises(AssertionError, match=r"false-alarm rate 3.33333e-07.*total variation"):
         assert_lossless(biased_blackbox, n=2, trials=2000)
     p, q = edge_cases()
     assert p.shape == q.shape == (7, 50)
@@ -188,3 +190,31 @@ def test_readme_snippet_runs():
     assert tests
     for test in tests:
         test()
+
+
+def test_assertions_check_every_claimed_draft_law():
+    """An undecorated function claims every draft law; both assertions check each one.
+
+    Single-draft speculative sampling on ``drafts[0]`` with n = 2 is lossless for i.i.d.
+    drafts and without replacement (the first draft is a draw from q) but not for greedy
+    drafts (the argmax of q comes first).  The assertions checked the first law only, and
+    passed.
+    """
+
+    def first_draft_sd(p, q, drafts, coins, *, sampling="iid"):
+        x = drafts[0]
+        if coins.bernoulli(min(1, p[x] / q[x])):
+            return x
+        rest = np.maximum(p - q, 0 * p[0])
+        return coins.categorical(rest / rest.sum())
+
+    with pytest.raises(AssertionError, match="sampling = 'greedy'"):
+        assert_exactly_lossless(first_draft_sd, n=2, max_examples=5)
+    assert_exactly_lossless(first_draft_sd, n=2, sampling="iid", max_examples=5)
+    with pytest.raises(AssertionError, match="with sampling='greedy'"):
+        assert_lossless(first_draft_sd, n=2, trials=3000)
+    reports = assert_lossless(first_draft_sd, n=2, trials=3000, sampling="without_replacement")
+    assert list(reports) == ["without_replacement"]
+    # at n = 1 a greedy draft is a draw from q: lossless under all three laws
+    assert list(assert_lossless(first_draft_sd, n=1, trials=2000)) == [
+        "iid", "without_replacement", "greedy"]
