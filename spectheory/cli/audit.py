@@ -30,7 +30,7 @@ def add_parser(subparsers):
         help=HELP,
         description=(
             "Tests whether the logged outputs follow the logged targets: impossible outputs, "
-            "the pooled conditional randomised PIT, per-position chi-square where positions "
+            "the pooled conditional randomised PIT, per-position G test where positions "
             "repeat, acceptance above the optimal bound. Exit code 0: consistent with lossless; "
             "3: lossy at the stated false-alarm rate."
         ),

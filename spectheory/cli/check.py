@@ -45,7 +45,7 @@ def add_parser(subparsers):
         help=HELP,
         description=(
             "Samples the verifier many times per row and tests its outputs against the target "
-            "(chi-square per row, pooled randomised PIT, acceptance above the optimal bound). "
+            "(G test per row, pooled randomised PIT, acceptance above the optimal bound). "
             "Rows: --target/--draft numbers, or real trace positions (a saved --trace, else the "
             "trace of the recording options, recorded or reused). Exit code 0: consistent with "
             "lossless; 3: lossy at the stated false-alarm rate."

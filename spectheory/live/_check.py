@@ -22,8 +22,9 @@ tokens), decreasing :math:`p_t`.  Ties go by decreasing :math:`p_t`, then by
 id.  Tests, Bonferroni-split at the false-alarm rate ``alpha``:
 
 * an emitted token with :math:`p_t(y_t) = 0` is proof of bias;
-* Pearson's chi-square of the :math:`u_t` on equiprobable bins (at least 5
-  expected per bin);
+* the likelihood-ratio (G) test of the :math:`u_t` on equiprobable bins (at
+  least 5 expected per bin) with Agrawal's finite-sample p-value
+  (:func:`spectheory.sim._stats.uniformity_gof`);
 * Kolmogorov-Smirnov of the :math:`u_t` against :math:`U(0, 1)` (exact);
 * acceptance above the bound (docs/theory.md §7.3): at a node with one draft,
   a lossless verifier outputs the draft with probability at most
@@ -58,7 +59,7 @@ from ..sim.check import LosslessReport
 
 __all__ = ["check_live_lossless", "pit_values"]
 
-#: Largest number of equiprobable bins of the chi-square test.
+#: Largest number of equiprobable bins of the PIT's G test.
 MAX_BINS = 50
 
 
@@ -231,7 +232,7 @@ def check_live_lossless(results, *, alpha: float = 1e-6, seed=0) -> LosslessRepo
         bound=mean_bound,
         exceeds_bound=bool(K and excess_p * m <= alpha),
         excess_p_value=excess_p,
-        # the chi-square of the PIT on its bins, at its share of alpha
+        # the G test of the PIT on its bins, at its share of alpha
         detectable_tv=detectable_tv(N, bins, alpha / m) if bins >= 2 else math.nan,
         rows=N + impossible,
         trials=1,

@@ -16,12 +16,14 @@ past.  Tests (statistics from :mod:`spectheory.sim._stats`):
   :math:`U(0, 1)` under H0 whatever the laws, because the order is a
   function of the past (docs/theory.md §7.2).  A verifier that outputs the
   draft's favourite tokens too often pushes :math:`u` towards 1.  Tested by
-  Pearson's chi-square on at most 50 equiprobable bins and by
+  the likelihood-ratio test of :func:`~spectheory.sim._stats.uniformity_gof`
+  on at most 50 equiprobable bins (a finite-sample p-value) and by
   Kolmogorov-Smirnov;
 * **per position**: rows whose ``(target, draft)`` pair repeats (the same
   position logged over many runs) are grouped, and each group with at least
-  ``min_repeats`` rows gets Pearson's test of its output counts against its
-  target;
+  ``min_repeats`` rows gets the G test of its output counts against its
+  target (:func:`~spectheory.sim._stats.multinomial_gof`, valid at every
+  level);
 * **acceptance above the bound** (docs/theory.md §7.3): a lossless verifier
   outputs one of its drafts with probability at most :math:`\beta_t`, the
   optimal acceptance of the row's draft law (``sampling``), so
@@ -61,7 +63,7 @@ from .samplelog import SampleLog, as_sample_log, load_log
 
 __all__ = ["MIN_REPEATS", "check_lossless_from_samples"]
 
-#: Fewest rows of a repeated (target, draft) pair that get their own chi-square test.
+#: Fewest rows of a repeated (target, draft) pair that get their own G test.
 MIN_REPEATS = 20
 
 
@@ -353,7 +355,7 @@ def _suspicious(p, y, impossible_rows, bad_draft_rows, group_tests, top):
         pv = np.array([pv for _, pv in group_tests])
         adj = _stats.holm(pv)
         entries = [
-            {"row": int(g[0]), "repeats": len(g), "test": "chi-square", "p_value": float(v),
+            {"row": int(g[0]), "repeats": len(g), "test": "G test", "p_value": float(v),
              "adjusted_p_value": float(a)}
             for (g, v), a in zip(group_tests, adj)
         ]  # fmt: skip

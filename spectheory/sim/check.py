@@ -17,7 +17,7 @@ false-alarm rate ``alpha``:
   with a p-value from Agrawal's finite-sample bound
   (:func:`spectheory.sim._stats.multinomial_gof`; docs/theory.md §7.2), valid
   at the tiny levels ``alpha / m`` where the verdict is taken (Pearson's
-  chi-square tail is not: docs/checker.md, "Validity");
+  chi-square tail is not: docs/checker.md, "Validity far in the tail");
 * **pooled over rows** (each row its own target): the randomised probability
   integral transform :math:`u = F(y^-) + U p(y)`, with tokens ordered by
   decreasing ``p`` and :math:`U \sim U(0, 1)`, is exactly uniform under the

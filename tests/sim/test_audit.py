@@ -61,7 +61,7 @@ def test_repeated_positions_get_their_own_tests_and_are_ranked():
     pos = {k: v for k, v in r.tests.items() if k.startswith("position")}
     assert len(pos) == 10
     top = r.suspicious[0]
-    assert top["test"] == "chi-square" and top["repeats"] == 2_000
+    assert top["test"] == "G test" and top["repeats"] == 2_000
     assert top["p_value"] == min(pos.values())
     assert top["adjusted_p_value"] == pytest.approx(10 * top["p_value"], rel=1e-12)
     # ranked: adjusted p-values never decrease down the list
