@@ -18,8 +18,9 @@ def section_papers(ctx: ReportContext, page) -> None:
     report folder (the same files as ``spectheory reproduce NAME``).
     """
     from .._errors import InvalidParameterError
+    from ..lm._loader import SMOLLM2
     from ..papers import PAPERS
-    from ..papers._common import get_model, paper_drafts
+    from ..papers._common import check_trace_suits, get_model
 
     page.section("The papers, reproduced", "papers")
     page.paragraph(
@@ -39,11 +40,12 @@ def section_papers(ctx: ReportContext, page) -> None:
                      "loads none (run `spectheory reproduce` with the model)", page)  # fmt: skip
             continue
         if paper.uses_trace and ctx.trace is not None:
+            # the drafts it analyses, and for a paper that runs a model, a trace of that model
+            model = ctx.loaded.name if ctx.loaded is not None else SMOLLM2
             try:
-                paper_drafts(ctx.trace, name)
+                check_trace_suits(ctx.trace, name, model)
             except InvalidParameterError as exc:
-                ctx.skip(f"papers/{name}", f"{exc} (a trace built from arrays names its "
-                         "drafts logits:NAME)", page)  # fmt: skip
+                ctx.skip(f"papers/{name}", str(exc), page)
                 continue
         if paper.needs_model and ctx.loaded is None:
             ctx.loaded = get_model()
