@@ -134,10 +134,10 @@ def _check_draft_law(q, d, sampling, alpha):
         several = np.count_nonzero(d >= 0, axis=1) >= 2
         if not several.any():
             return
-        for r in np.flatnonzero(several):
-            row = d[r][d[r] >= 0]
-            if np.unique(row).size != row.size:
-                return  # a repeat: i.i.d. drafting is possible
+        # padding (-1) becomes distinct negatives, so only real drafts can repeat
+        padded = np.where(d >= 0, d, -1 - np.arange(d.shape[1]))
+        if (np.diff(np.sort(padded, axis=1), axis=1) == 0).any():
+            return  # a repeat: i.i.d. drafting is possible
         collide = np.einsum("rv,rv->r", q[several], q[several])
         log_p = float(np.sum(np.log1p(-np.minimum(collide, 1.0))))
         if log_p <= math.log(alpha):

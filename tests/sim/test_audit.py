@@ -285,6 +285,11 @@ def test_distinct_drafts_refute_the_default_iid_law():
                        r"300 rows .* at most \d\.\d+e-50; pass sampling='without_replacement'"):
         audit(p, q, drafts, y)
     audit(p, q, drafts, y, sampling="without_replacement")  # the declaration that fits
+    padded = np.c_[drafts, np.full((N, 2), -1)]  # empty slots (-1) are not repeats
+    with pytest.raises(InvalidParameterError, match="contradict sampling='iid'"):
+        audit(p, q, padded, y)
+    padded[0, 3] = padded[0, 0]  # one real repeat anywhere: i.i.d. is possible
+    audit(p, q, padded, y)
     wide = np.full((N, 1000), 1e-3)
     pw = rng.dirichlet(np.ones(1000), size=N)
     dw = np.array([rng.choice(1000, size=3, replace=False) for _ in range(N)])
