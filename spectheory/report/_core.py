@@ -201,7 +201,7 @@ def _adapters_line(trace, trace_file="") -> str:
 
 
 def _every(stride: int) -> str:
-    """``"every position"``, ``"every 2nd position"``, ``"every 3rd"``, ``"every 11th"``, ...
+    """``"every position"``, ``"every 2nd"``, ``"every 3rd"``, ``"every 11th"``, ... (of a trace).
 
     >>> [_every(k) for k in (1, 2, 3, 11, 21, 112)]
     ['every position', 'every 2nd', 'every 3rd', 'every 11th', 'every 21st', 'every 112th']
