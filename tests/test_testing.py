@@ -22,6 +22,7 @@ from spectheory.testing import (
 )
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers._ops import residual
+from tests.planted_verifiers import first_draft_sd
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -200,14 +201,6 @@ def test_assertions_check_every_claimed_draft_law():
     drafts (the argmax of q comes first).  The assertions checked the first law only, and
     passed.
     """
-
-    def first_draft_sd(p, q, drafts, coins, *, sampling="iid"):
-        x = drafts[0]
-        if coins.bernoulli(min(1, p[x] / q[x])):
-            return x
-        rest = np.maximum(p - q, 0 * p[0])
-        return coins.categorical(rest / rest.sum())
-
     with pytest.raises(AssertionError, match="sampling = 'greedy'"):
         assert_exactly_lossless(first_draft_sd, n=2, max_examples=5)
     assert_exactly_lossless(first_draft_sd, n=2, sampling="iid", max_examples=5)

@@ -56,7 +56,7 @@ def add_parser(subparsers):
                     help="number of drafts (default: the bug's, else check_lossless's)",
                     )  # fmt: skip
     ck.add_argument("--sampling", default=None,
-                    help="draft law (default: the verifier's first, else check_lossless's)",
+                    help="draft law (default: every law the verifier claims, each at alpha / laws)",
                     )  # fmt: skip
     ck.add_argument("--target", default="", help="p, comma-separated (instead of a trace)")
     ck.add_argument("--draft", default="", help="q, comma-separated (with --target; default p)")
@@ -150,7 +150,7 @@ def _resolve_verifier(args):
 
     n, law = args.n, args.sampling
     if args.verifier in REGISTRY:
-        return args.verifier, n, law or REGISTRY[args.verifier].samplings[0]
+        return args.verifier, n, law  # None: every law it claims
     if ":" in args.verifier:
         verifier, n0, law0 = load_callable(args.verifier)
         return verifier, n if n is not None else n0, law or law0
@@ -219,9 +219,11 @@ def run(args) -> int:
             q = process_logits(trace.draft_logits(on), temperature)
             from ..verifiers._api import check_verifier_law
 
-            _, law_used = check_verifier_law(verifier, n, common.get("sampling"))
+            v, first = check_verifier_law(verifier, n, common.get("sampling"))
+            laws = {first} if "sampling" in common else {
+                law for law in v.samplings if v.supports(n, law)}  # fmt: skip
             # Distinct drafts need n tokens in the draft's support at the chosen rows.
-            need = n if law_used in ("without_replacement", "greedy") else 1
+            need = n if laws & {"without_replacement", "greedy"} else 1
             rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS), min_support=need)
             if rows.size == 0:
                 raise usage_error(
@@ -247,9 +249,17 @@ def run(args) -> int:
         fields = ("verifier", "lossy", "verdict", "p_value", "alpha", "impossible_outputs",
                   "acceptance", "acceptance_interval", "bound", "exceeds_bound", "detectable_tv",
                   "rows", "trials")  # fmt: skip
-        print(json.dumps({k: getattr(report, k) for k in fields}, indent=2, default=float))
+        out = {k: getattr(report, k) for k in fields}
+        out["sampling"] = getattr(report, "sampling", None)
+        by_law = getattr(report, "by_law", None) or {}
+        if by_law:  # every law checked, each at alpha / laws
+            out["by_law"] = {
+                law: {k: getattr(r, k) for k in fields[1:]} for law, r in by_law.items()
+            }
+        print(json.dumps(out, indent=2, default=float))
     else:
-        law = law or getattr(report, "sampling", None) or "default draft law"
+        law = law or " and ".join(getattr(report, "by_law", None) or ()) or getattr(
+            report, "sampling", None) or "default draft law"  # fmt: skip
         print(f"{report.verifier} (n = {n}, {law}) on {where}:")
         print(f"  {report.verdict}")
         print(f"  p-value {report.p_value:.3g} (false-alarm rate {report.alpha:g}); acceptance "

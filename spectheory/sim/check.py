@@ -131,6 +131,14 @@ class LosslessReport:
         Outputs in the acceptance-above-the-bound test: ``samples`` for
         simulated samples, the rows with a bound for logs, the single-draft
         nodes for live runs.
+    sampling : str or None
+        The draft law the samples were drawn under (None where the source does
+        not say).  When :func:`check_lossless` checked several laws, the law
+        whose test is the most significant; ``acceptance``, ``bound`` and
+        ``exceeds_bound``'s interval are that law's.
+    by_law : dict
+        When :func:`check_lossless` checked several draft laws: the report of
+        each, keyed by law (empty otherwise).
     """
 
     verifier: str
@@ -152,6 +160,8 @@ class LosslessReport:
     samples: int = 0
     suspicious: tuple = field(repr=False, default=())
     bound_samples: int = 0
+    sampling: str | None = None
+    by_law: dict = field(repr=False, default_factory=dict)
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -188,11 +198,12 @@ class LosslessReport:
         --------
         >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=2000)
         >>> print(r.summary().splitlines()[0])
-        sd (simulated, 2000 samples): consistent with lossless
+        sd (simulated, sampling=iid, 2000 samples): consistent with lossless
         """
         lo, hi = self.acceptance_interval
+        law = f", sampling={self.sampling}" if self.sampling else ""
         lines = [
-            f"{self.verifier} ({self.source}, {self.samples} samples): {self.verdict}",
+            f"{self.verifier} ({self.source}{law}, {self.samples} samples): {self.verdict}",
             f"  p-value {self.p_value:.3g} (false-alarm rate {self.alpha:g}, {len(self.tests)} "
             "tests)",
         ]
@@ -255,7 +266,11 @@ def check_lossless(
     n : int
         Number of drafts.
     sampling : {"iid", "without_replacement", "greedy"}, optional
-        Law the drafts are drawn from; default the verifier's first law.
+        Law the drafts are drawn from.  Default: every law the verifier
+        claims for ``n`` drafts (one law when ``n = 1``, where they all draw
+        one token from ``q``), each at false-alarm rate ``alpha / laws``
+        (Bonferroni); the report is the most significant law's, with every
+        law's report in ``by_law``.
     trials : int
         Trials per row.
     rng : int, numpy.random.Generator, SeedSequence or None
@@ -278,10 +293,18 @@ def check_lossless(
     >>> r = check_lossless("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=4000)
     >>> r.lossy, round(r.bound, 2)
     (False, 0.89)
+
+    ``naive`` claims two draft laws; both are checked:
+
+    >>> r = check_lossless("naive", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=4000)
+    >>> r.lossy, sorted(r.by_law)
+    (False, ['iid', 'without_replacement'])
     """
     n = check_positive_int(n, "n")
     trials = check_positive_int(trials, "trials")
-    v, sampling = check_verifier_law(verifier, n, sampling)
+    v, first = check_verifier_law(verifier, n, sampling)
+    laws = [first] if sampling is not None or n == 1 else [
+        law for law in v.samplings if v.supports(n, law)]  # fmt: skip
     gen = _rng(rng, seed)
     if not (isinstance(alpha, float) and 0 < alpha < 1):
         raise InvalidParameterError(f"alpha must be a float in (0, 1); got {alpha!r}")
@@ -307,7 +330,45 @@ def check_lossless(
                 "probability rows (process logits first: spectheory.process_logits)"
             )
         p, q, _ = as_distribution_pair(target, draft)
-    check_draft_support(q, n, sampling, True)
+    for law in laws:
+        try:
+            check_draft_support(q, n, law, True)
+        except InvalidParameterError as exc:
+            if sampling is None:  # say why a law the caller did not name is needed
+                raise InvalidParameterError(
+                    f"{exc}; with sampling=None every law verifier {v.name!r} claims is checked "
+                    f"({', '.join(laws)}): pass sampling= to check one"
+                ) from None
+            raise
+    reports = {law: _check_law(v, p, q, n, law, trials, gen, alpha / len(laws)) for law in laws}
+    return reports[first] if len(laws) == 1 else _combine(reports, alpha)
+
+
+def _combine(reports, alpha):
+    """One report for several draft laws: the most significant law's, Bonferroni over laws."""
+    import dataclasses
+
+    law = min(reports, key=lambda k: (not reports[k].lossy, reports[k].p_value))
+    worst = reports[law]
+    p_value = min(1.0, len(reports) * min(r.p_value for r in reports.values()))
+    lossy = any(r.lossy for r in reports.values())
+    verdict = f"{worst.verdict} (sampling={law!r})" if lossy else worst.verdict
+    return dataclasses.replace(
+        worst,
+        lossy=lossy,
+        verdict=verdict,
+        p_value=p_value,
+        alpha=alpha,
+        exceeds_bound=any(r.exceeds_bound for r in reports.values()),
+        detectable_tv=max(r.detectable_tv for r in reports.values()),
+        tests={f"{k}: {t}": pv for k, r in reports.items() for t, pv in r.tests.items()},
+        samples=sum(r.samples for r in reports.values()),
+        by_law=dict(reports),
+    )
+
+
+def _check_law(v, p, q, n, sampling, trials, gen, alpha):
+    """The report of one draft law: simulate, then test (the module docstring's tests)."""
     # Drafts and outputs from the numba kernels (registered verifiers) or the
     # Python loop (user callables, khisti, optimal_lp); see spectheory.sim.simulate.
     sim = simulate(v, p, q, n, sampling, trials=trials, rng=gen)
@@ -371,4 +432,5 @@ def check_lossless(
         source="simulated",
         samples=N,
         bound_samples=N,
+        sampling=sampling,
     )

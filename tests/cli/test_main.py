@@ -356,3 +356,18 @@ def test_grid_and_training_defaults_come_from_their_dataclasses():
     args = build_parser(words).parse_args(words)
     assert settings_from_args(TrainSettings, args) == TrainSettings(vocab=None, seed=3, depth=2)
     assert settings_from_args(CorpusSettings, args) == CorpusSettings(doc_sequences=7, seed=3)
+
+
+def test_check_without_sampling_checks_every_claimed_law(capsys):
+    """``spectheory check naive --n 2`` checked i.i.d. drafts only; it claims two laws."""
+    argv = ["check", "naive", "--n", "2", "--target", "0.3,0.4,0.3", "--draft", "0.6,0.3,0.1",
+            "--trials", "500"]  # fmt: skip
+    assert main(argv) == 0
+    assert "(n = 2, iid and without_replacement)" in capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["by_law"]) == ["iid", "without_replacement"]
+    assert out["by_law"]["iid"]["alpha"] == out["alpha"] / 2
+    assert main([*argv, "--sampling", "iid", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sampling"] == "iid" and "by_law" not in out

@@ -13,6 +13,7 @@ from scipy import stats
 
 import spectheory as stt
 from spectheory.sim.check import _row_test, detectable_tv
+from tests.planted_verifiers import first_draft_sd
 
 P = np.array([0.3, 0.4, 0.3])
 Q = np.array([0.6, 0.3, 0.1])
@@ -216,3 +217,37 @@ def test_trace_only_options_are_refused_with_arrays(kwargs, match):
     """Audit: with probability rows, rows= and temperature= (even -1) were silently ignored."""
     with pytest.raises(stt.InvalidParameterError, match=match):
         stt.check_lossless("rrs", [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], n=2, trials=100, **kwargs)
+
+
+def test_default_checks_every_claimed_law():
+    """With no ``sampling``, every law the verifier claims is checked (it was the first only).
+
+    ``first_draft_sd`` claims all three laws and is lossy under greedy drafts only; the
+    default check said "consistent with lossless" after testing i.i.d. drafts alone.
+    """
+    p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    r = stt.check_lossless(first_draft_sd, p, q, n=2, trials=3000, alpha=1e-3)
+    assert r.lossy and r.sampling == "greedy" and "(sampling='greedy')" in r.verdict
+    assert list(r.by_law) == ["iid", "without_replacement", "greedy"]
+    assert not r.by_law["iid"].lossy and r.by_law["greedy"].lossy
+    # each law at alpha / 3; the combined p-value is Bonferroni over the laws
+    assert all(x.alpha == pytest.approx(1e-3 / 3) for x in r.by_law.values())
+    assert r.p_value == pytest.approx(min(1.0, 3 * min(x.p_value for x in r.by_law.values())))
+    assert set(r.tests) == {f"{law}: {t}" for law, x in r.by_law.items() for t in x.tests}
+    assert r.acceptance == r.by_law["greedy"].acceptance
+    one = stt.check_lossless(first_draft_sd, p, q, n=2, sampling="iid", trials=3000, alpha=1e-3)
+    assert not one.lossy and one.sampling == "iid" and one.by_law == {}
+
+
+def test_default_law_at_one_draft_is_checked_once():
+    """At n = 1 every law draws one token from q: one check, not three."""
+    r = stt.check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=500)
+    assert r.sampling == "iid" and r.by_law == {} and r.samples == 500
+
+
+def test_default_laws_need_distinct_draft_support():
+    """A law the caller did not name, impossible on these rows, is refused with the way out."""
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([1.0, 0.0, 0.0])
+    with pytest.raises(stt.InvalidParameterError, match=r"sampling=None.*pass sampling="):
+        stt.check_lossless("naive", p, q, n=2, trials=100)
+    assert not stt.check_lossless("naive", p, q, n=2, sampling="iid", trials=2000).lossy

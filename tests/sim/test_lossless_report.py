@@ -124,7 +124,8 @@ def test_report_rendering_handles_every_source(reports, tmp_path):
     assert [int(b["samples"]) for b in back] == [r.samples for r in reports.values()]
     for source, r in reports.items():
         first = r.summary().splitlines()[0]
-        assert first == f"{r.verifier} ({source}, {r.samples} samples): {r.verdict}"
+        law = f", sampling={r.sampling}" if r.sampling else ""
+        assert first == f"{r.verifier} ({source}{law}, {r.samples} samples): {r.verdict}"
         assert f"over {r.bound_samples} samples" in r.summary()
 
 
