@@ -225,6 +225,7 @@ def assert_exactly_lossless(
     InvalidParameterError
         A black-box verifier (no exact law) or an unsupported ``n``/``sampling``.
     """
+    _check_instance_pair(target, draft)
     v, laws = _laws(verifier, n, sampling)
     if v.protocol != "coins":
         raise InvalidParameterError(
@@ -232,6 +233,16 @@ def assert_exactly_lossless(
         )
     for law in laws:
         _assert_exactly_lossless_under(v, target, draft, n, law, max_examples, max_vocab)
+
+
+def _check_instance_pair(target, draft):
+    """Refuse half an instance: a lone ``draft`` was ignored (the default search ran instead)."""
+    if (target is None) != (draft is None):
+        given, missing = ("draft", "target") if target is None else ("target", "draft")
+        raise InvalidParameterError(
+            f"{given} was given without {missing}: give both target and draft, or neither "
+            "(then the built-in cases are checked)"
+        )
 
 
 def _laws(verifier, n, sampling):
@@ -404,6 +415,7 @@ def assert_lossless(
     """
     from .sim.check import DEFAULT_TRIALS, check_lossless
 
+    _check_instance_pair(target, draft)
     v, laws = _laws(verifier, n, sampling)
     share = alpha / len(laws)
     reports = {}

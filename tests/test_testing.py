@@ -211,3 +211,14 @@ def test_assertions_check_every_claimed_draft_law():
     # at n = 1 a greedy draft is a draw from q: lossless under all three laws
     assert list(assert_lossless(first_draft_sd, n=1, trials=2000)) == [
         "iid", "without_replacement", "greedy"]
+
+
+def test_half_an_instance_is_refused_not_ignored():
+    # assert_exactly_lossless(v, draft=q) ran the default search and ignored q;
+    # assert_lossless(v, p) failed on draft=None with "got an array of shape ()".
+    q = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+    for call in (assert_exactly_lossless, assert_lossless):
+        with pytest.raises(InvalidParameterError, match="give both target and draft, or neither"):
+            call(accept_first, draft=q, n=1, sampling="iid")
+        with pytest.raises(InvalidParameterError, match="give both target and draft, or neither"):
+            call(accept_first, q, n=1, sampling="iid")

@@ -38,6 +38,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._errors import InvalidParameterError
 from ..drafting import SAMPLINGS
 from . import _closed_forms as cf
@@ -216,8 +218,41 @@ class Verifier:
                 "(coins: fn(p, q, drafts, coins, *, sampling); blackbox: "
                 f"fn(target, draft, drafts, rng)); pass protocol={seen!r}"
             )
-        object.__setattr__(self, "samplings", tuple(self.samplings))
-        object.__setattr__(self, "closed_form_samplings", tuple(self.closed_form_samplings))
+        # Facts are trusted everywhere (the report reads `lossless`, every call `n_values`):
+        # a wrong type is refused here, not read as something else later ("no" is truthy,
+        # the str "iid" iterates letter by letter, n_values=2 fails as a foreign TypeError).
+        for field in ("lossless", "needs_draft_law"):
+            value = getattr(self, field)
+            if not isinstance(value, bool | np.bool_):
+                raise InvalidParameterError(
+                    f"{field} of verifier {self.name!r} must be a bool; got {value!r}"
+                )
+            object.__setattr__(self, field, bool(value))
+        for field in ("samplings", "closed_form_samplings"):
+            value = getattr(self, field)
+            if isinstance(value, str) or not isinstance(value, tuple | list):
+                raise InvalidParameterError(
+                    f"{field} of verifier {self.name!r} must be a tuple of draft laws "
+                    f"(e.g. ('iid',)); got {value!r}"
+                )
+            object.__setattr__(self, field, tuple(value))
+        if self.n_values is not None:
+            ok = isinstance(self.n_values, tuple | list) and len(self.n_values) > 0 and all(
+                isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_) and k >= 1
+                for k in self.n_values
+            )
+            if not ok:
+                raise InvalidParameterError(
+                    f"n_values of verifier {self.name!r} must be None or a tuple of integers "
+                    f">= 1; got {self.n_values!r}"
+                )
+            object.__setattr__(self, "n_values", tuple(int(k) for k in self.n_values))
+        for field in ("closed_form", "uniforms"):
+            value = getattr(self, field)
+            if value is not None and not callable(value):
+                raise InvalidParameterError(
+                    f"{field} of verifier {self.name!r} must be callable or None; got {value!r}"
+                )
         bad = [s for s in self.samplings if s not in SAMPLINGS]
         if bad or not self.samplings:
             raise InvalidParameterError(

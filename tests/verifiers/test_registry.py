@@ -310,3 +310,50 @@ def test_a_verifier_that_raises_is_reported_by_name_with_its_cause():
         with pytest.raises(stt.VerifierError, match=r"verifier 'boom_\w+' raised") as info:
             call()
         assert isinstance(info.value.__cause__, ZeroDivisionError | KeyError)
+
+
+def _first(p, q, drafts, coins, *, sampling):
+    return drafts[0]
+
+
+_NV = r"n_values of verifier 'f' must be None or a tuple of integers >= 1"
+
+
+@pytest.mark.parametrize(
+    ("facts", "match"),
+    [
+        # A string is truthy: lossless="no" was stored and read as lossless.
+        ({"lossless": "no"}, r"lossless of verifier 'f' must be a bool; got 'no'"),
+        ({"lossless": 0}, r"lossless of verifier 'f' must be a bool; got 0"),
+        ({"needs_draft_law": "False"}, r"needs_draft_law of verifier 'f' must be a bool"),
+        # n_values=2 or "2" failed at the first call with a foreign TypeError
+        # ("argument of type 'int' is not iterable"); (0,) made the record unusable.
+        ({"n_values": 2}, _NV),
+        ({"n_values": "2"}, _NV),
+        ({"n_values": (0,)}, _NV),
+        ({"n_values": (2.0,)}, _NV),
+        ({"n_values": (True,)}, _NV),
+        ({"n_values": ()}, _NV),
+        # samplings="iid" was read letter by letter: "unknown draft laws ['i', 'i', 'd']".
+        ({"samplings": "iid"},
+         r"samplings of verifier 'f' must be a tuple of draft laws.*\('iid',\)"),
+        ({"closed_form_samplings": "iid", "closed_form": lambda p, q, n, s: 0.5},
+         r"closed_form_samplings of verifier 'f' must be a tuple of draft laws"),
+        # A non-callable closed form was stored and failed only inside acceptance().
+        ({"closed_form": 0.5, "closed_form_samplings": ("iid",)},
+         r"closed_form of verifier 'f' must be callable or None; got 0.5"),
+        ({"uniforms": 3}, r"uniforms of verifier 'f' must be callable or None; got 3"),
+    ],
+)
+def test_a_record_with_a_bad_fact_is_refused_naming_it(facts, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        Verifier("f", _first, **facts)
+
+
+def test_a_record_keeps_good_facts_normalised():
+    v = Verifier(
+        "f", _first, samplings=["iid"], n_values=[1, np.int64(2)], lossless=np.bool_(False)
+    )
+    assert v.samplings == ("iid",) and v.n_values == (1, 2) and v.lossless is False
+    assert v.supports(2, "iid") and not v.supports(3, "iid")
+    assert verifier(samplings=("iid",), n_values=(1,))(_first).n_values == (1,)
