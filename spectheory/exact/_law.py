@@ -126,6 +126,23 @@ def _probability(acc):
     return acc
 
 
+def _closed_value(v, acc):
+    """A closed form's acceptance, refused unless it is a probability (a user's may not be).
+
+    A closed form is a claim about the verifier, so a value outside [0, 1]
+    (beyond rounding) or not a real number is a bug in it, named as such,
+    never passed on as an acceptance.
+    """
+    ok = isinstance(acc, Fraction | float | int | np.floating | np.integer) and not isinstance(
+        acc, bool | np.bool_)  # fmt: skip
+    if not ok or not (0 <= acc <= 1 + (0 if isinstance(acc, Fraction) else _ROUNDING)):
+        raise VerifierError(
+            f"the closed form of verifier {v.name!r} returned {acc!r}, not an acceptance "
+            "probability in [0, 1]"
+        )
+    return _probability(acc)
+
+
 def _enumerate(function, p, q, drafts, sampling, budget):
     """Conditional law of ``y`` given ``drafts``, and the runs it took (at most ``budget``)."""
     runs = 0
@@ -176,7 +193,7 @@ def _run(verifier, target, draft, n, sampling, *, closed_ok):
         if calls <= MAX_CALLS:
             rows.append(exact_row(v.function, p[b], q[b], n, sampling))
         elif closed is not None and closed_ok:
-            rows.append((None, _probability(closed(p[b], q[b], n, sampling))))
+            rows.append((None, _closed_value(v, closed(p[b], q[b], n, sampling))))
         else:
             raise _too_large(v, p.shape[1], n, sampling, calls, closed is not None)
     return rows, batched

@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,7 +146,9 @@ class LogLinearFit(SolverResult):
 
 
 def _check_level(level, name):
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+    if isinstance(level, bool | np.bool_) or not isinstance(level, numbers.Real) or not (
+        0 < level < 1
+    ):
         raise InvalidParameterError(f"{name} must be a number in (0, 1); got {level!r}")
     return float(level)
 
@@ -207,7 +210,7 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     if isinstance(base, str):
         check_choice(base, "base", ("e",))
         base = math.e
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
+    if isinstance(base, bool | np.bool_) or not isinstance(base, numbers.Real):
         raise InvalidParameterError(f"base must be a number > 0 other than 1, or 'e'; got {base!r}")
     if not (math.isfinite(base) and base > 0 and base != 1):
         raise InvalidParameterError(f"base must be > 0 and != 1; got {base!r}")

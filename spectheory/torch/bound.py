@@ -468,10 +468,10 @@ def bound(target, draft, n=1, sampling="iid"):
             f"target must be a torch.Tensor; got an object of type {type(target).__name__}"
         )
     p, one_row = _rows(target, "target")
-    q, _ = _rows(draft, "draft", V=p.shape[1])
-    if q.shape != p.shape:
+    q, q_one_row = _rows(draft, "draft", V=p.shape[1])
+    if q.shape != p.shape or q_one_row != one_row:  # (V,) against (1, V): as numpy, refused
         raise ShapeMismatchError(
-            f"draft has shape {tuple(q.shape)}; target has shape {tuple(p.shape)}"
+            f"draft has shape {tuple(draft.shape)}; target has shape {tuple(target.shape)}"
         )
     check_device(p.device, draft=q)
     if sampling == "without_replacement":

@@ -20,8 +20,11 @@ Semantics of FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``
 * Uniforms follow :class:`spectheory.coins.ReplayCoins`: ``u`` of shape
   (B, gamma + 1) in [0, 1), read in order, ``u[:, i]`` for the accept test of
   position ``i`` (0-based) and ``u[:, min(j + 1, gamma)]`` for the correction
-  or bonus draw, so the draw never reuses an accept coin (the RNG-reuse bug
-  class, docs/theory.md §7.5).  The test is :math:`u < \min(1, p/q)`; it never
+  or bonus draw, so the draw never reuses a coin that decided the emitted
+  tokens (the RNG-reuse bug class, docs/theory.md §7.5): ``u[:, j + 1]`` is
+  also position ``j + 1``'s accept coin, which emits nothing after a rejection
+  at ``j`` but still counts in ``accepted_token_num`` (so that counter, not the
+  tokens' law, is correlated with the correction draw).  The test is :math:`u < \min(1, p/q)`; it never
   accepts a token with :math:`p = 0`, even at :math:`u = 0`.  (FlashInfer
   uses :math:`u \cdot q < p` with :math:`u \in (0, 1]`: the same law.)
   A drafted token with :math:`q = 0` (which the draft cannot have proposed:

@@ -112,6 +112,21 @@ def test_closed_forms_refuse_draft_laws_they_do_not_cover():
         CLOSED_FORMS["spechub"](P_A, Q_A, 3, "greedy")
 
 
+@pytest.mark.parametrize("value", [1.7, -0.2, float("nan"), "0.5", F(3, 2)])
+def test_a_user_closed_form_that_is_not_a_probability_is_refused(value):
+    """A closed form answering outside [0, 1] was passed on as the acceptance (1.7)."""
+    from spectheory import Verifier, VerifierError
+
+    def first(p, q, drafts, coins, *, sampling="iid"):
+        return drafts[0]
+
+    v = Verifier("mine", first, lossless=False, closed_form=lambda p, q, n, s: value,
+                 closed_form_samplings=("iid",))  # fmt: skip
+    u = np.ones(5000) / 5000  # too large to enumerate: the closed form answers
+    with pytest.raises(VerifierError, match=r"closed form of verifier 'mine' returned"):
+        acceptance(v, u, u, 2)
+
+
 # --- docs/theory.md §8.1: instance A -------------------------------------------------------------
 
 INSTANCE_A = [

@@ -181,3 +181,14 @@ def test_capacity_data_accepts_float_temperatures():
         x, y = leviathan_capacity_data("LaMDA 137B", float(t))
         x0, y0 = leviathan_capacity_data("LaMDA 137B", t)
         assert x.tolist() == x0.tolist() and y.tolist() == y0.tolist()
+
+
+def test_numpy_scalars_are_numbers():
+    """``base=np.int64(10)`` was refused as "not a number" (the check knew int and float only)."""
+    x, y = np.array([1e3, 1e4, 1e5, 1e6]), np.array([0.30, 0.35, 0.41, 0.44])
+    plain = fit_log_linear(x, y, base=10, confidence=0.9, n_boot=50, seed=0)
+    typed = fit_log_linear(x, y, base=np.int64(10), confidence=np.float64(0.9), n_boot=50, seed=0)
+    assert typed.slope == plain.slope
+    np.testing.assert_array_equal(typed.slope_ci, plain.slope_ci)
+    with pytest.raises(InvalidParameterError, match="base"):
+        fit_log_linear(x, y, base=np.bool_(True))

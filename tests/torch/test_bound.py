@@ -18,6 +18,7 @@ from spectheory._errors import (  # noqa: E402
     InstanceTooLargeError,
     InvalidDistributionError,
     InvalidParameterError,
+    ShapeMismatchError,
 )
 from spectheory.drafting import draft_set_probability  # noqa: E402
 from spectheory.torch.bound import bound, wor_outside_probability  # noqa: E402
@@ -138,6 +139,12 @@ def test_bad_input_is_refused_by_name():
     one_hot = torch.tensor([1.0, 0.0], dtype=torch.float64)
     with pytest.raises(InvalidParameterError, match="positive probability"):
         bound(p, one_hot, 2, "without_replacement")
+    # one row against a batch of one: numpy refuses it; torch returned a scalar or a (1,) tensor
+    for a, b in ((p, p[None]), (p[None], p)):
+        with pytest.raises(ShapeMismatchError, match="draft has shape"):
+            bound(a, b, 2)
+        with pytest.raises(ShapeMismatchError):
+            st.bound(a.numpy(), b.numpy(), 2)
 
 
 def test_iid_value_at_large_n_equals_numpy():
