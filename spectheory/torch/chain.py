@@ -24,8 +24,9 @@ Semantics of FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``
   tokens (the RNG-reuse bug class, docs/theory.md §7.5): ``u[:, j + 1]`` is
   also position ``j + 1``'s accept coin, which emits nothing after a rejection
   at ``j`` but still counts in ``accepted_token_num`` (so that counter, not the
-  tokens' law, is correlated with the correction draw).  The test is :math:`u < \min(1, p/q)`; it never
-  accepts a token with :math:`p = 0`, even at :math:`u = 0`.  (FlashInfer
+  tokens' law, is correlated with the correction draw).  The test is
+  :math:`u < \min(1, p/q)`; it never accepts a token with :math:`p = 0`,
+  even at :math:`u = 0`.  (FlashInfer
   uses :math:`u \cdot q < p` with :math:`u \in (0, 1]`: the same law.)
   A drafted token with :math:`q = 0` (which the draft cannot have proposed:
   padding, a mis-indexed row) is rejected on every backend, with or without
