@@ -262,8 +262,13 @@ def run(args) -> int:
             report, "sampling", None) or "default draft law"  # fmt: skip
         print(f"{report.verifier} (n = {n}, {law}) on {where}:")
         print(f"  {report.verdict}")
-        print(f"  p-value {report.p_value:.3g} (false-alarm rate {report.alpha:g}); acceptance "
-              f"{report.acceptance:.4f} in [{report.acceptance_interval[0]:.4f}, "
-              f"{report.acceptance_interval[1]:.4f}], bound {report.bound:.4f}")  # fmt: skip
+        by_law = getattr(report, "by_law", None) or {}
+        print(f"  p-value {report.p_value:.3g} (false-alarm rate {report.alpha:g}"
+              + (f", {report.alpha / len(by_law):g} per law" if by_law else "") + ")")
+        for name, r in by_law.items() or [(None, report)]:  # one line per law checked
+            lo, hi = r.acceptance_interval
+            print(("  " + name + ": " if name else "  ") + (f"p-value {r.p_value:.3g}, " if name
+                  else "") + f"acceptance {r.acceptance:.4f} in [{lo:.4f}, {hi:.4f}], bound "
+                  f"{r.bound:.4f}")  # fmt: skip
         print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
     return ExitCode.CHECK_FAILED if report.lossy else ExitCode.OK

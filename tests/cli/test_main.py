@@ -363,7 +363,9 @@ def test_check_without_sampling_checks_every_claimed_law(capsys):
     argv = ["check", "naive", "--n", "2", "--target", "0.3,0.4,0.3", "--draft", "0.6,0.3,0.1",
             "--trials", "500"]  # fmt: skip
     assert main(argv) == 0
-    assert "(n = 2, iid and without_replacement)" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "(n = 2, iid and without_replacement)" in text and "5e-07 per law" in text
+    assert "\n  iid: p-value" in text and "\n  without_replacement: p-value" in text
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert sorted(out["by_law"]) == ["iid", "without_replacement"]
