@@ -277,7 +277,8 @@ def trace_fields(
         )
     toks = np.argmax(t, axis=1) if tokens is None else _as_ints(tokens, "tokens", n)
     if toks.size and (toks.min() < 0 or toks.max() >= v):
-        raise InvalidParameterError(f"tokens must be ids in [0, {v}); got {int(toks.max())}")
+        i = int(np.argmax((toks < 0) | (toks >= v)))  # the offending entry, not the maximum
+        raise InvalidParameterError(f"tokens must be ids in [0, {v}); tokens[{i}] = {int(toks[i])}")
     if prompt_tokens is None:
         ptoks, offs = np.zeros(0, np.int64), np.zeros(order.size + 1, np.int64)
     elif prompt_offsets is None:

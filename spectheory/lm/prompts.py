@@ -107,7 +107,7 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         ``"category"`` (a string, default ``"file"``); no other key, none
         twice.  A ``.json`` file may also be one JSON array of such objects.
     any other extension (``.txt``)
-        One prompt per non-blank line, each one user turn (as ``"prompt"``).
+        One prompt per non-blank line (UTF-8; a leading byte-order mark is dropped), each one user turn (as ``"prompt"``).
         A line that is a JSON prompt object is refused (a JSON file under
         another name would otherwise reach the model as raw JSON).
 
@@ -135,7 +135,9 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors write one) is no part of the first
+        # prompt; read as utf-8 it reached the model as an extra character of a .txt prompt
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidParameterError(f"prompt file {str(path)!r} cannot be read: {exc}") from None
     is_json = path.suffix.lower() in (".jsonl", ".json")

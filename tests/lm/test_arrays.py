@@ -486,3 +486,27 @@ def test_array_trace_is_sharded_and_swept(tmp_path):
     q = np.exp(d - d.max(1, keepdims=True))
     q /= q.sum(1, keepdims=True)
     np.testing.assert_allclose([got[i] for i in range(12)], np.minimum(p, q).sum(1), rtol=1e-5)
+
+
+def test_prompt_files_with_a_byte_order_mark(tmp_path):
+    # Read as utf-8, a BOM stayed in the first .txt prompt ('\ufeffHello there', extra tokens
+    # for the model), hid a JSON object line from the "never sent raw" guard, and made a
+    # .jsonl file's first line "not JSON".
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "p.txt").write_bytes(bom + b"Hello there\nSecond\n")
+    assert lm.load_prompts(tmp_path / "p.txt") == (
+        ("file", "Hello there", "user"),
+        ("file", "Second", "user"),
+    )
+    (tmp_path / "p.jsonl").write_bytes(bom + b'{"prompt": "Hi"}\n')
+    assert lm.load_prompts(tmp_path / "p.jsonl") == (("file", "Hi", "user"),)
+    (tmp_path / "j.txt").write_bytes(bom + b'{"prompt": "Hi"}\n')
+    with pytest.raises(stt.InvalidParameterError, match="line 1 is a JSON prompt object"):
+        lm.load_prompts(tmp_path / "j.txt")
+
+
+def test_out_of_range_tokens_are_named():
+    # the message gave the largest token (2 here), not the offending -1
+    p = np.full((4, 5), 0.2)
+    with pytest.raises(stt.InvalidParameterError, match=r"\[0, 5\); tokens\[3\] = -1"):
+        lm.Trace.from_arrays(p, {"d": p}, kind="probs", tokens=[0, 1, 2, -1])
