@@ -131,14 +131,19 @@ _SUMMARY_KEYS = (
 )
 
 
+def _rounded(x, digits=4):
+    """``round(x, digits)``, or None for NaN: ``json.dumps`` writes NaN, which is not JSON."""
+    return None if x != x else round(x, digits)
+
+
 def _evaluation_dict(ev):
     cis = ev.acceptance_ci() if ev.per_prompt else [(float("nan"),) * 2] * len(ev.temperatures)
     return {
         f"T={T:g}": {
-            "acceptance": round(a, 4),
-            "ci95_prompts": [round(lo, 4), round(hi, 4)],
-            "raw_exit": round(r, 4),
-            "coverage": round(c, 4),
+            "acceptance": _rounded(a),
+            "ci95_prompts": [_rounded(lo), _rounded(hi)],
+            "raw_exit": _rounded(r),  # None for quant:TYPE (no exit to compare with)
+            "coverage": _rounded(c),
             "positions": n,
         }
         for T, a, r, c, n, (lo, hi) in zip(
