@@ -37,6 +37,10 @@ def make_draft(loaded, draft) -> LiveDraft:
         kind, arg = draft_kind(draft, loaded.num_layers)
         return kind.live_draft(loaded, arg)
     if isinstance(draft, LiveDraft) and isinstance(getattr(draft, "spec", None), str):
+        if isinstance(draft, ModelDraft) and draft.loaded is not None:
+            from ..lm.draft_lm import check_same_vocabulary
+
+            check_same_vocabulary(loaded, draft.loaded, f"draft {draft.spec!r}")
         return draft
     raise InvalidParameterError(
         f"draft must be a specification string such as 'exit:15' or a LiveDraft object "

@@ -87,7 +87,7 @@ from ..coins import RandomCoins
 from ..distributions import _check_settings, process_logits
 from ..drafting import sample_drafts
 from ..lm._kv import cache_kwargs
-from ..verifiers._api import check_verifier_law
+from ..verifiers._api import check_token, check_verifier_law
 from ..verifiers._registry import REGISTRY
 from ._draft import make_draft
 
@@ -265,7 +265,8 @@ class _UserVerifier:
         self.name = getattr(fn, "__name__", repr(fn))
 
     def __call__(self, p, q, drafts, coins, *, sampling):
-        return int(self.fn(p, q, np.asarray(drafts, dtype=np.int64), coins.rng))
+        # not int(...): a float or out-of-vocabulary return is refused by check_token
+        return self.fn(p, q, np.asarray(drafts, dtype=np.int64), coins.rng)
 
 
 def _resolve_verifier(verifier, mode, n, sampling):
@@ -355,11 +356,28 @@ class _Run:
 
     def _draft_logits(self, ids):
         """The draft's next-token logits, refused unless they cover the target's vocabulary."""
+        import torch
+
         logits = self._timed("draft", self.draft, ids, self.dcache)
+        name = getattr(self.draft, "spec", self.draft)
+        if not torch.is_tensor(logits) or not logits.is_floating_point():
+            raise ShapeMismatchError(
+                f"draft {name!r} returned {type(logits).__name__}"
+                f"{' of dtype ' + str(logits.dtype) if torch.is_tensor(logits) else ''}; a "
+                f"LiveDraft returns a float torch tensor of logits, shape (B, V)"
+            )
         if logits.shape[-1] != self.loaded.vocab_size:  # else a broadcast error, or silence
             raise ShapeMismatchError(
-                f"draft {getattr(self.draft, 'spec', self.draft)!r} returned logits over "
+                f"draft {name!r} returned logits over "
                 f"{logits.shape[-1]} tokens; the target has {self.loaded.vocab_size}"
+            )
+        if tuple(logits.shape) != (ids.shape[0], self.loaded.vocab_size):
+            # (B, k, V) (every position, not the last) or one row for B draft rows: an
+            # IndexError deep in the verifier, or rows of another draft sequence
+            raise ShapeMismatchError(
+                f"draft {name!r} returned logits of shape {tuple(logits.shape)} for input_ids "
+                f"of shape {tuple(ids.shape)}; a LiveDraft returns the next-token logits of "
+                f"each row, shape (B, V) = ({ids.shape[0]}, {self.loaded.vocab_size})"
             )
         return logits
 
@@ -517,7 +535,11 @@ class _Run:
                     f"tree has {m} drafts"
                 )
             fn = REGISTRY["sd"].function  # one child drawn from q: SD is exact for it
-        return int(fn(p, q, drafts, self.coins, sampling=self.s["sampling"]))
+        # The token id is checked as everywhere else (spectheory.verifiers._api.check_token):
+        # int() silently truncated a float (2.7 -> 2) and an id outside [0, V) reached the
+        # target's embedding as an IndexError after being emitted.
+        y = fn(p, q, drafts, self.coins, sampling=self.s["sampling"])
+        return check_token(y, p.shape[0], self.s["verifier"])
 
     def run(self):
         import torch

@@ -208,7 +208,10 @@ class ModelDraft:
     Parameters
     ----------
     draft : transformers causal LM or spectheory.lm.LoadedModel
-        The draft network.
+        The draft network.  A ``LoadedModel``'s tokenizer is checked against
+        the target's when the draft is used (:func:`spectheory.live.make_draft`);
+        a bare network has no tokenizer, so only the width of its logits is
+        checked.
     spec : str
         Its name in results (``"lm:PATH"``).
     """
@@ -216,6 +219,10 @@ class ModelDraft:
     def __init__(self, draft, spec: str):
         from ._loader import LoadedModel
 
+        # With a LoadedModel, its tokenizer is kept so that make_draft checks it against the
+        # target's (check_same_vocabulary), as "lm:PATH" does: another tokenizer of the same
+        # size would otherwise pass the generator's width check and draft in another id space.
+        self.loaded = draft if isinstance(draft, LoadedModel) else None
         self.net = draft.model if isinstance(draft, LoadedModel) else draft
         self.spec = spec
 
