@@ -107,7 +107,8 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         ``"category"`` (a string, default ``"file"``); no other key, none
         twice.  A ``.json`` file may also be one JSON array of such objects.
     any other extension (``.txt``)
-        One prompt per non-blank line (UTF-8; a leading byte-order mark is dropped), each one user turn (as ``"prompt"``).
+        One prompt per non-blank line (UTF-8; a leading byte-order mark is
+        dropped), each one user turn (as ``"prompt"``).
         A line that is a JSON prompt object is refused (a JSON file under
         another name would otherwise reach the model as raw JSON).
 

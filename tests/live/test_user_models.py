@@ -75,7 +75,7 @@ def test_coins_verifier_float_is_refused(tiny):
     def half(p, q, drafts, coins, *, sampling):
         return 1.5
 
-    with pytest.raises(InvalidParameterError, match="returned 1.5"):
+    with pytest.raises(InvalidParameterError, match=r"returned 1\.5"):
         speculative_generate(tiny, PROMPT, draft="exit:1", verifier=half, max_new_tokens=4, seed=0)
 
 
