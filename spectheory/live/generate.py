@@ -593,6 +593,14 @@ def _common_checks(
         )
     prompt = _check_prompt(prompt_ids, loaded.vocab_size)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
+    # Past its trained context a model's positions are extrapolated: the run would go on
+    # and report numbers about a model nobody trained.
+    context = getattr(getattr(loaded.model, "config", None), "max_position_embeddings", None)
+    if isinstance(context, int) and len(prompt) + max_new_tokens > context:
+        raise InvalidParameterError(
+            f"max_new_tokens = {max_new_tokens} with a prompt of {len(prompt)} tokens exceeds "
+            f"the model's context of {context} positions (max_position_embeddings)"
+        )
     _check_settings(temperature, top_k, top_p, loaded.vocab_size)
     check_choice(record_dtype, "record_dtype", _RECORD_DTYPES)
     for name, flag in (("record", record), ("stop_at_eos", stop_at_eos)):

@@ -209,6 +209,8 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         else:
             if not isinstance(content, str):
                 raise InvalidParameterError(f"{where}: {keys[0]} must be a string; got {content!r}")
+            if not content.strip():  # a chat template would still make tokens of it
+                raise InvalidParameterError(f"{where}: {keys[0]} is blank; got {content!r}")
             out.append((category, content, "user" if keys[0] == "prompt" else "raw"))
     if not out:
         raise InvalidParameterError(f"prompt file {str(path)!r} holds no prompt")

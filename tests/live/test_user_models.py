@@ -138,3 +138,15 @@ def test_model_draft_with_another_tokenizer_is_refused(tiny):
         tiny, PROMPT, draft=ModelDraft(same, "mine"), max_new_tokens=3, seed=0, stop_at_eos=False
     )
     assert r.num_tokens == 3
+
+
+def test_generation_past_the_model_context_is_refused(tiny):
+    """A 64-position model generated 80 tokens without a word (positions extrapolated)."""
+    from spectheory.live import target_generate
+
+    with pytest.raises(InvalidParameterError, match=r"exceeds the model's context of 64"):
+        speculative_generate(tiny, PROMPT, draft="exit:1", max_new_tokens=62, seed=0)
+    with pytest.raises(InvalidParameterError, match="max_position_embeddings"):
+        target_generate(tiny, PROMPT, max_new_tokens=10**12, seed=0)
+    out = speculative_generate(tiny, PROMPT, draft="exit:1", max_new_tokens=61, seed=0)
+    assert len(out.tokens) <= 61

@@ -521,6 +521,14 @@ def test_prompt_files_with_a_byte_order_mark(tmp_path):
         lm.load_prompts(tmp_path / "j.txt")
 
 
+@pytest.mark.parametrize("line", ['{"prompt": ""}', '{"prompt": "   "}', '{"text": "\\n"}'])
+def test_blank_json_prompts_are_refused(tmp_path, line):
+    """A blank prompt reached the model: the chat template turns an empty turn into tokens."""
+    (tmp_path / "p.jsonl").write_text('{"prompt": "Hi"}\n' + line + "\n")
+    with pytest.raises(stt.InvalidParameterError, match=r"line 2: (prompt|text) is blank"):
+        lm.load_prompts(tmp_path / "p.jsonl")
+
+
 def test_out_of_range_tokens_are_named():
     # the message gave the largest token (2 here), not the offending -1
     p = np.full((4, 5), 0.2)
