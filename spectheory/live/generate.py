@@ -645,6 +645,8 @@ def speculative_generate(
         ``"adapter:L"``: the trained adapter of the cache
         (:class:`AdapterDraft`); or any :class:`LiveDraft` object.
     max_new_tokens : int >= 1
+        With the prompt, at most the model's context (``max_position_embeddings``
+        of its config, where it has one); more is refused.
     temperature : float >= 0
         0 is greedy (one-hot :math:`p` and :math:`q`).
     top_k : int >= 1, optional
