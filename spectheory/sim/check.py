@@ -36,9 +36,10 @@ test of a row detects with 99% probability every bias of total variation at
 least :math:`\sqrt{\lambda_{99}/(4N)}`, with :math:`\lambda_{99}` the
 noncentrality at which :math:`G` exceeds the bound's threshold with
 probability 0.99 (reported as ``detectable_tv``).  At the default 20,000
-trials and ``alpha = 1e-6`` this is 0.037 for 10 bins, 0.063 for 100 and 0.14
-for 1,000 (biases on the likely tokens are caught sooner, by the test's
-coarser partitions).
+trials and a row level of ``1e-6`` this is 0.037 for 10 bins, 0.063 for 100
+and 0.14 for 1,000; a one-row check at ``alpha = 1e-6`` gives its row test
+``alpha / 3`` (three tests) and reports 0.038, 0.064 and 0.14 (biases on the
+likely tokens are caught sooner, by the test's coarser partitions).
 """
 
 from __future__ import annotations
