@@ -181,3 +181,26 @@ def test_bad_input(trace):
         SweepGrid(verifiers=("nope",))
     np.testing.assert_equal(len(replay(trace, verifiers=("sd",), ns=(1,), rows=[], **{
         k: v for k, v in KW.items() if k != "ns"})), 0)
+
+
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        ([1.7, 2.2], "rows must be integers"),  # was truncated to positions 1 and 2
+        ([True], "rows must be integers"),  # was position 1
+        ([0, True], "rows must be integers"),
+        (np.array([True, False]), "rows must be integers"),
+        ([[0, 1], [2, 3]], "1-D"),  # was flattened
+        ("12", "1-D sequence of integers"),
+    ],
+)
+def test_replay_refuses_rows_that_are_not_integer_positions(trace, rows, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        replay(trace, verifiers=("sd",), ns=(1,), samplings=("iid",), trials=5, rows=rows)
+
+
+def test_replay_takes_integer_rows_of_any_integer_type(trace):
+    kw = {"verifiers": ("sd",), "ns": (1,), "samplings": ("iid",), "trials": 5}
+    want = replay(trace, rows=[1, 3], **kw)
+    for rows in (np.array([3, 1], dtype=np.int32), [np.int64(1), 3], range(1, 4, 2)):
+        assert replay(trace, rows=rows, **kw) == want
