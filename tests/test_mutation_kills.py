@@ -22,9 +22,15 @@ def test_tree_kernels_reject_a_q_zero_chain_token(verifier):
     block is one token from p (the residual (p - q)_+ is empty); accepting it
     would emit token 2, of target probability 0.
     """
+    import dataclasses
+
     chain = DraftTree((-1, 0, 1), (-1, 2, 0), ((1,), (2,), ()), "chain")
     row = np.array([0.5, 0.5, 0.0])
-    batch = pack_trees([chain], [np.array([row] * 3)], [np.array([row] * 3)])
+    # pack_trees refuses a tree not drawn from its draft rows, so the kernels' own guard
+    # is reached by packing valid draft rows and swapping in the q = 0 ones afterwards.
+    ok = np.array([[0.25, 0.25, 0.5]] * 3)
+    batch = pack_trees([chain], [np.array([row] * 3)], [ok])
+    batch = dataclasses.replace(batch, draft=np.array([row] * 3))
     # Token level reads (accept coin, y); block (h_2, h_1, y): y at 0 -> 0, y at .7 -> 1.
     u = np.array([[[0.0, 0.0, 0.0], [0.0, 0.7, 0.7]]])
     fast_tokens, fast_len = replay_blocks(verifier, batch, u)

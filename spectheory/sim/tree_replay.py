@@ -99,6 +99,9 @@ def pack_trees(trees, target_rows, draft_rows) -> TreeBatch:
     ------
     ShapeMismatchError
         ``target_rows[i]`` or ``draft_rows[i]`` is not of shape ``(N_i, V)``.
+    InvalidParameterError
+        A tree token outside the vocabulary, or one whose parent's draft row
+        gives it probability 0 (the tree was not drawn from ``draft_rows``).
     InvalidDistributionError
         A row is not finite and non-negative, or does not sum to 1 within
         :data:`~spectheory._validate.SUM_TOLERANCE` for its dtype; the error
@@ -122,6 +125,17 @@ def pack_trees(trees, target_rows, draft_rows) -> TreeBatch:
         bad = tree.tokens[1:] and max(tree.tokens[1:]) >= vocab
         if bad:
             raise InvalidParameterError(f"tree {i} has a token >= V = {vocab}")
+        # As verify_tree and block_law: a drawn token of draft probability 0 means the tree
+        # was not drawn from these rows; the kernels would reject it with certainty and
+        # sample the residual (p - q)_+, which then emits a law other than the target's.
+        for c in range(1, tree.size):
+            u, t = tree.parents[c], tree.tokens[c]
+            if not q[u, t] > 0:
+                raise InvalidParameterError(
+                    f"tree {i} node {c} (token {t} after {list(tree.path(u))}) has draft "
+                    f"probability 0 in draft_rows[{i}][{u}]: the tree was not drawn from "
+                    "these draft rows"
+                )
         tp.append(p)
         dp.append(q)
         root.append(offset)

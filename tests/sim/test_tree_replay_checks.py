@@ -62,3 +62,19 @@ def test_replay_on_checked_rows_matches_the_exact_block_efficiency():
     mean = replay_blocks("token", batch, u)[1].mean()
     law = block_law("token", lambda s: P, lambda s: Q, lambda d, coins: tree, 3)
     assert abs(mean - float(law.block_efficiency)) < 0.03
+
+
+def test_pack_trees_refuses_a_tree_not_drawn_from_the_draft_rows():
+    # Token 1 drafted where the draft row gives it probability 0: the kernels rejected it
+    # surely and sampled (p - q)_+ = token 1, emitting token 1 with probability 1 against
+    # p = (1/2, 1/2); verify_tree and block_law refuse such a tree.
+    from spectheory import InvalidParameterError
+    from spectheory.trees import DraftTree
+
+    chain = DraftTree((-1, 0), (-1, 1), ((1,), ()), "chain")
+    p, q = np.array([[0.5, 0.5]] * 2), np.array([[1.0, 0.0], [0.5, 0.5]])
+    with pytest.raises(InvalidParameterError, match=r"tree 0 node 1 \(token 1 after \[\]\)"):
+        pack_trees([chain], [p], [q])
+    # the draft row of a leaf is not used: a zero there is fine
+    batch = pack_trees([chain], [p], [np.array([[0.5, 0.5], [1.0, 0.0]])])
+    assert batch.root.tolist() == [0]
