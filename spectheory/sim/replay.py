@@ -363,6 +363,8 @@ def replay(
         Each applied to both models' logits (:func:`spectheory.process_logits`).
     ns : sequence of int
     samplings : sequence of {"iid", "without_replacement", "greedy"}
+        In ``drafts``, ``temperatures``, ``ns`` and ``samplings`` duplicates
+        are dropped, order kept (as in :class:`~spectheory.sim.SweepGrid`).
     verifiers : sequence of str, Verifier or function
         Default every built-in verifier with a numba kernel
         (:data:`REPLAY_VERIFIERS`); others run in Python, slower.
@@ -383,6 +385,9 @@ def replay(
         configuration (draft, temperature, n, law), then verifier, then position.
     """
     records = resolve_verifiers(verifiers)
+    # Duplicates dropped, order kept, as in SweepGrid: a repeated temperature, n, law or
+    # draft would repeat every row of its configuration (and sweep would not).
+    temperatures, ns, samplings = (tuple(dict.fromkeys(x)) for x in (temperatures, ns, samplings))
     bad = [s for s in samplings if s not in SAMPLINGS]
     if bad:
         raise InvalidParameterError(f"samplings must be among {SAMPLINGS}; got {bad}")
@@ -391,7 +396,7 @@ def replay(
     trials = check_positive_int(trials, "trials")
     chunk = check_positive_int(chunk, "chunk")
     check_grid_has_work(records, ns, samplings)
-    drafts = tuple(drafts or trace.drafts)
+    drafts = tuple(dict.fromkeys(drafts or trace.drafts))
     if rows is None:
         idx = np.arange(trace.num_positions)
     else:

@@ -204,3 +204,17 @@ def test_replay_takes_integer_rows_of_any_integer_type(trace):
     want = replay(trace, rows=[1, 3], **kw)
     for rows in (np.array([3, 1], dtype=np.int32), [np.int64(1), 3], range(1, 4, 2)):
         assert replay(trace, rows=rows, **kw) == want
+
+
+def test_replay_drops_repeated_grid_values_as_sweep_does(trace, tmp_path):
+    # A repeated temperature repeated every row of its configuration (36 rows against
+    # sweep's 18 on the same arguments); SweepGrid drops duplicates.
+    kw = {"temperatures": (1.0, 1, 1.0), "ns": (2, 2), "samplings": ("iid", "iid"),
+          "verifiers": ("rrs",), "trials": 5}  # fmt: skip
+    table = replay(trace, drafts=(trace.drafts[0], trace.drafts[0]), **kw)
+    once = replay(trace, drafts=(trace.drafts[0],), temperatures=(1.0,), ns=(2,),
+                  samplings=("iid",), verifiers=("rrs",), trials=5)  # fmt: skip
+    assert table == once
+    shards = shard_trace(trace, tmp_path / "s", max_shard_bytes=2**24)
+    swept = sweep(shards, SweepGrid(drafts=(trace.drafts[0],), **kw))
+    assert [{k: v for k, v in r.items() if k != "shard"} for r in swept] == table
