@@ -197,10 +197,18 @@ def _attribute_docs(doc, names) -> dict[str, str]:
                 out[name] = ""
         elif name is not None:
             out[name] = f"{out[name]} {line.strip()}".strip()
-    return {
-        k: v.split(". ")[0].rstrip(".").replace("``", "'").replace("%", "%%")
-        for k, v in out.items()
-    }
+    return {k: _plain(v.split(". ")[0].rstrip(".")) for k, v in out.items()}
+
+
+def _plain(text: str) -> str:
+    """reST markup as plain help text: roles dropped (``~`` keeps the last name), quotes once."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~(?:[\w.]+\.)?(\w+)`", r"\1", text)  # ~: the last name only
+    text = re.sub(r":[a-z]+:`([\w.]+)`", r"\1", text)
+    text = re.sub(r"``'?(.*?)'?``", lambda m: m.group(1) if m.group(1).startswith('"')
+                  else f"'{m.group(1)}'", text)  # fmt: skip
+    return text.replace("%", "%%")
 
 
 def _show(value) -> str:

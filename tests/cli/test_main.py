@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -373,3 +374,11 @@ def test_check_without_sampling_checks_every_claimed_law(capsys):
     assert main([*argv, "--sampling", "iid", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sampling"] == "iid" and "by_law" not in out
+
+
+@pytest.mark.parametrize("command", ["sweep", "replay", "trace", "draft"])
+def test_help_shows_no_rest_markup(command, capsys):
+    """Option help comes from numpydoc attributes; roles and doubled quotes leaked into it."""
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert not re.search(r":(data|func|class|mod|meth):`|``|'\"", text), text
