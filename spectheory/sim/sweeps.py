@@ -335,8 +335,12 @@ def _payload_digest(columns, rows) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _read_piece(task: _Task, cache_dir) -> list[dict] | None:
-    """The cached rows of ``task``, or None if absent, unreadable or failing its checksum."""
+def _read_piece(task: _Task, cache_dir, warn: bool = True) -> list[dict] | None:
+    """The cached rows of ``task``, or None if absent, unreadable or failing its checksum.
+
+    ``warn``: log a piece that fails its checksum (the scheduler's pass does; the
+    worker's second look at a piece the scheduler found bad does not repeat it).
+    """
     path = task.cache_file(cache_dir)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -349,7 +353,8 @@ def _read_piece(task: _Task, cache_dir) -> list[dict] | None:
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return None
     if not ok:
-        _log.warning("cached sweep piece %s fails its checksum; computing it again", path)
+        if warn:
+            _log.warning("cached sweep piece %s fails its checksum; computing it again", path)
         return None
     return [dict(zip(columns, r)) for r in rows]
 
@@ -380,7 +385,7 @@ def _run_task(task: _Task, cache_dir, retries: int, numba_threads=None) -> list[
     setting is per calling thread); None leaves it as it is.
     """
     if cache_dir is not None:
-        cached = _read_piece(task, cache_dir)
+        cached = _read_piece(task, cache_dir, warn=False)
         if cached is not None:
             return cached
     old = None

@@ -194,7 +194,7 @@ def test_streams_depend_on_the_seed_and_the_configuration_not_the_grid(splits, r
 
 
 def test_resume_from_a_partial_cache_computes_only_the_missing_pieces(
-    splits, reference, tmp_path, counted
+    splits, reference, tmp_path, counted, caplog
 ):
     n = num_tasks(GRID, splits[4])
     first = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
@@ -208,8 +208,11 @@ def test_resume_from_a_partial_cache_computes_only_the_missing_pieces(
     data["rows"][0][9] = 0.5  # a bound changed: fails the checksum, recomputed
     files[4].write_text(json.dumps(data))
     counted.calls = 0
-    again = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
+    with caplog.at_level("WARNING"):
+        again = sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path)
     assert counted.calls == 5
+    # the bad piece is named once (the worker's second look logged it again)
+    assert sum("fails its checksum" in r.getMessage() for r in caplog.records) == 1
     assert canonical(again, False) == canonical(reference, False)
     counted.calls = 0
     assert canonical(sweep(splits[4], GRID, seed=SEED, cache_dir=tmp_path), False) == canonical(
