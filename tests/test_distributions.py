@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -43,9 +43,17 @@ def test_top_k_keeps_exactly_k_largest(z, k):
 
 
 @given(logit_rows, st.floats(0.01, 1.0))
+# top_p = 1 keeps every token, although the float prefix mass rounds to 1.0 one token
+# early (1 + e^-40): "without the last token it falls short" holds only for top_p < 1.
+@example(np.array([[-20.0, 20.0]]), 1.0)
+# The 0.5 threshold is met exactly by the first token (mass 1/2): keep it alone.
+@example(np.array([[0.0, 0.0]]), 0.5)
 def test_top_p_keeps_the_smallest_sufficient_prefix(z, top_p):
     full = stt.process_logits(z)
     out = stt.process_logits(z, top_p=top_p)
+    if top_p == 1:
+        np.testing.assert_array_equal(out, full)
+        return
     for b in range(z.shape[0]):
         order = np.argsort(-z[b], kind="stable")
         kept = np.flatnonzero(out[b][order] > 0)
@@ -53,6 +61,9 @@ def test_top_p_keeps_the_smallest_sufficient_prefix(z, top_p):
         assert (kept == np.arange(m)).all()  # a prefix of the descending order
         mass = np.cumsum(full[b][order])
         assert m == 1 or mass[m - 2] < top_p  # without the last token it falls short
+        # ...and with it the prefix suffices (or it is the whole row); 1e-12: rounding
+        # of the cumulative sum, which the implementation forms differently.
+        assert m == z.shape[1] or mass[m - 1] >= top_p * (1 - 1e-12)
         np.testing.assert_allclose(out[b][order][:m], full[b][order][:m] / mass[m - 1], rtol=1e-12)
 
 
