@@ -34,10 +34,20 @@ ROW3 = (
 
 
 @st.composite
-def weights(draw, min_support=1, V=None):
+def weights(draw, min_support=1, V=None, sampling=None):
+    """Integer weights, ``min_support`` of them positive.
+
+    For i.i.d. drafts (``sampling="iid"``) half the examples instead have a support of
+    at most ``min_support`` tokens (one-hot included), which is otherwise rare.
+    """
     V = V if V is not None else draw(st.integers(max(2, min_support), 4))
     w = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V))
-    for i in draw(st.permutations(range(V)))[:min_support]:
+    order = draw(st.permutations(range(V)))
+    if sampling == "iid" and draw(st.booleans()):
+        k = draw(st.integers(1, min_support))
+        w = [x if i in order[:k] else 0 for i, x in enumerate(w)]
+        order = order[:k]
+    for i in order[:min_support]:
         w[i] = max(w[i], 1)
     return w
 
@@ -53,7 +63,7 @@ def as_fraction(w):
 def test_ordered_tuple_laws_sum_to_one_and_merge_to_the_set_laws(data):
     n = data.draw(st.integers(1, 3))
     sampling = data.draw(st.sampled_from(SAMPLINGS))
-    q = as_fraction(data.draw(weights(min_support=n)))
+    q = as_fraction(data.draw(weights(min_support=n, sampling=sampling)))
     law = ordered_draft_law(q, n, sampling)
     assert sum(w for _, w in law) == 1
     assert all(w > 0 and len(t) == n for t, w in law)
@@ -89,7 +99,7 @@ CLOSED = [(name, s) for name in CLOSED_FORMS for s in REGISTRY[name].closed_form
 @given(data=st.data())
 def test_closed_forms_equal_the_enumerated_acceptance(name, sampling, data):
     n = data.draw(st.sampled_from(REGISTRY[name].n_values or (1, 2, 3)))
-    q = as_fraction(data.draw(weights(min_support=n)))
+    q = as_fraction(data.draw(weights(min_support=n, sampling=sampling)))
     p = as_fraction(data.draw(weights(V=len(q))))
     closed = CLOSED_FORMS[name](p, q, n, sampling)
     assert closed == acceptance(name, p, q, n=n, sampling=sampling)  # exact, rho rational

@@ -52,7 +52,14 @@ def instances(draw, name):
     V = draw(st.integers(max(2, n), 4))
     wp = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V).filter(any))
     wq = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V))
-    for i in draw(st.permutations(range(V)))[:n]:  # at least n tokens with q > 0
+    order = draw(st.permutations(range(V)))
+    if sampling == "iid" and draw(st.booleans()):
+        # i.i.d. drafts from a support of at most n tokens (one-hot q: every draft the
+        # same token), which forcing n positive tokens left to chance (< 10% of examples).
+        k = draw(st.integers(1, n))
+        wq = [w if i in order[:k] else 0 for i, w in enumerate(wq)]
+        order = order[:k]
+    for i in order[:n]:  # at least n tokens with q > 0, or the k above
         wq[i] = max(wq[i], 1)
     return sampling, n, wp, wq
 
