@@ -14,7 +14,7 @@ import spectheory as stt
 from spectheory.drafting import draft_set_probability, set_probability_row
 from spectheory.solvers.ot_dual import iid_reference
 from tests.problems import PROBLEMS
-from tests.strategies import as_float, instances
+from tests.strategies import as_exact, as_float, instances
 
 DUAL_TOL = 1e-12  # float64 dual on V <= 6: rounding only (measured ~1e-15)
 LP_TOL = 1e-8  # HiGHS primal/dual feasibility tolerance is 1e-7 on the marginals
@@ -82,10 +82,17 @@ def test_permutation_invariance(inst, rnd):
     p, q, n, sampling = inst
     perm = list(range(p.size))
     rnd.shuffle(perm)
+    if perm == sorted(perm):  # the shuffle gave the identity in 28% of the ci examples
+        perm.reverse()
     assert abs(stt.bound(p[perm], q[perm], n, sampling) - stt.bound(p, q, n, sampling)) <= DUAL_TOL
 
 
 @given(instances(max_V=5, max_n=3, exact=True))
+# Greedy with a tie at the edge of T (q = 2/5 twice, p differs there): T = {1} by the
+# lowest-id rule gives 11/12, T = {2} would give 1.  The strategy rarely draws such ties.
+@example((as_exact([1, 0, 3]), as_exact([1, 2, 2]), 2, "greedy"))
+@example((as_exact([0, 3, 1, 0]), as_exact([0, 1, 1, 0]), 2, "without_replacement"))  # |supp q| = n
+@example((as_exact([1, 2]), as_exact([0, 1]), 3, "iid"))  # one-hot q, n > V
 def test_dual_equals_lp_maxflow_enumeration(inst):
     p, q, n, sampling = inst
     dual = stt.solve_bound(floats(p), floats(q), n, sampling)
