@@ -12,7 +12,11 @@ from spectheory import SAMPLINGS
 
 @st.composite
 def weights(draw, V, min_support=1, zero_prob=0.25):
-    """Non-negative integer weights of length V with at least ``min_support`` positive."""
+    """Non-negative integer weights of length V with at least ``min_support`` positive.
+
+    ``zero_prob`` only switches zeros on or off (falsy: every weight in 1..40); it is
+    not a probability: zeros make about 40% of the entries whatever its value.
+    """
     w = draw(
         st.lists(
             st.one_of(st.just(0), st.integers(1, 40)) if zero_prob else st.integers(1, 40),
