@@ -145,14 +145,23 @@ def test_prompt_file_and_empty_prompt(smol, tmp_path, tmp_cache):
     raw_ids = smol.tokenizer("The capital of France is")["input_ids"]
     np.testing.assert_array_equal(tr.prompt_tokens[: tr.prompt_offsets[1]], raw_ids)
     assert "<|im_start|>" in smol.tokenizer.decode(tr.prompt_tokens[tr.prompt_offsets[1] :])
-    f.write_text('{"text": ""}\n')
-    with pytest.raises(stt.InvalidParameterError, match=r"prompt 0 of .* tokenizes to no tokens"):
+    f.write_text('{"text": ""}\n')  # blank: refused when the file is read, naming the line
+    with pytest.raises(stt.InvalidParameterError, match=r"mine\.jsonl' line 1: text is blank"):
         lm.record_trace(
             lm.TraceSettings(prompt_file=str(f), drafts=("exit:10",)),
             loaded=smol,
             cache=False,
             progress=False,
         )
+    # Not blank, yet no tokens (a tokenizer that drops it): refused at encoding.
+    from spectheory.lm.prompts import encode_prompt
+
+    class Dropping:
+        def __call__(self, text, **kwargs):
+            return {"input_ids": []}
+
+    with pytest.raises(stt.InvalidParameterError, match=r"prompt 0 tokenizes to no tokens"):
+        encode_prompt(Dropping(), "\u200b", "raw", "prompt 0")
 
 
 def test_report_on_another_model(gpt2, gpt2_folder, tmp_cache, tmp_path, capsys):
