@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -135,8 +135,9 @@ class LosslessReport:
     sampling : str or None
         The draft law the samples were drawn under (None where the source does
         not say).  When :func:`check_lossless` checked several laws, the law
-        whose test is the most significant; ``acceptance``, ``bound`` and
-        ``exceeds_bound``'s interval are that law's.
+        whose test is the most significant: ``acceptance``, its interval,
+        ``bound`` and ``bound_samples`` are that law's; ``exceeds_bound`` is
+        true when any law's is, and ``samples`` counts every law's.
     by_law : dict
         When :func:`check_lossless` checked several draft laws: the report of
         each, keyed by law (empty otherwise).
@@ -347,14 +348,12 @@ def check_lossless(
 
 def _combine(reports, alpha):
     """One report for several draft laws: the most significant law's, Bonferroni over laws."""
-    import dataclasses
-
     law = min(reports, key=lambda k: (not reports[k].lossy, reports[k].p_value))
     worst = reports[law]
     p_value = min(1.0, len(reports) * min(r.p_value for r in reports.values()))
     lossy = any(r.lossy for r in reports.values())
     verdict = f"{worst.verdict} (sampling={law!r})" if lossy else worst.verdict
-    return dataclasses.replace(
+    return replace(
         worst,
         lossy=lossy,
         verdict=verdict,
