@@ -306,3 +306,36 @@ def real_array(v, name):
             "complex are refused)"
         )
     return arr.astype(np.float64)
+
+
+def integer_vector(v, name):
+    """A 1-D int64 array of integers (positions, token ids), refusing anything else.
+
+    ``np.asarray(v, dtype=np.int64)`` would truncate ``1.7`` to 1, read ``True``
+    as 1 (also inside a list, ``[0, True]`` having dtype int64) and flatten a
+    nested sequence: each silently selects other entries than the ones meant.
+    Torch tensors are accepted.  Errors name ``name`` and the offending entry.
+    """
+    if isinstance(v, str | bytes):
+        raise InvalidParameterError(f"{name} must be a 1-D sequence of integers; got {v!r}")
+    if type(v).__module__.startswith("torch"):
+        v = v.detach().cpu().numpy()
+    try:
+        arr = np.asarray(v)
+    except (TypeError, ValueError) as exc:  # ragged lists
+        raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
+    if arr.ndim != 1:
+        raise InvalidParameterError(
+            f"{name} must be a 1-D sequence of integers; got shape {arr.shape}"
+        )
+    bools = not isinstance(v, np.ndarray) and any(isinstance(x, bool | np.bool_) for x in v)
+    if (arr.size and arr.dtype.kind not in "iu") or bools:
+        bad = next(
+            (x for x in np.asarray(v, dtype=object)
+             if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer)),
+            v,
+        )  # fmt: skip
+        raise InvalidParameterError(
+            f"{name} must be integers; got {bad!r} of type {type(bad).__name__}"
+        )
+    return arr.astype(np.int64)

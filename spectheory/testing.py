@@ -247,12 +247,9 @@ def _check_instance_pair(target, draft):
 
 def _laws(verifier, n, sampling):
     """The verifier record and the draft laws to check: ``sampling``, or every law it claims."""
-    from .verifiers._api import check_verifier_law
+    from .verifiers._api import laws_to_check
 
-    v, first = check_verifier_law(verifier, n, sampling)
-    if sampling is not None:
-        return v, [first]
-    return v, [law for law in v.samplings if v.supports(n, law)]
+    return laws_to_check(verifier, n, sampling)
 
 
 def _assert_exactly_lossless_under(v, target, draft, n, sampling, max_examples, max_vocab):

@@ -217,13 +217,11 @@ def run(args) -> int:
         else:
             p = process_logits(trace.target_logits.astype(np.float64), temperature)
             q = process_logits(trace.draft_logits(on), temperature)
-            from ..verifiers._api import check_verifier_law
+            from ..verifiers._api import laws_to_check
 
-            v, first = check_verifier_law(verifier, n, common.get("sampling"))
-            laws = {first} if "sampling" in common else {
-                law for law in v.samplings if v.supports(n, law)}  # fmt: skip
+            _, laws = laws_to_check(verifier, n, common.get("sampling"))
             # Distinct drafts need n tokens in the draft's support at the chosen rows.
-            need = n if laws & {"without_replacement", "greedy"} else 1
+            need = n if {"without_replacement", "greedy"} & set(laws) else 1
             rows = informative_rows(p, q, vars(args).get("rows", DEFAULT_ROWS), min_support=need)
             if rows.size == 0:
                 raise usage_error(

@@ -146,11 +146,9 @@ def _stored(m, dtype, name):
 
 
 def _as_ints(x, name, n=None):
-    arr = np.asarray(x.detach().cpu().numpy() if type(x).__module__.startswith("torch") else x)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise InvalidParameterError(
-            f"{name} must be a 1-D sequence of integers; got shape {arr.shape}, dtype {arr.dtype}"
-        )
+    from .._validate import integer_vector
+
+    arr = integer_vector(x, name)
     if n is not None and arr.size != n:
         raise ShapeMismatchError(f"{name} has {arr.size} entries; the target has {n} positions")
     return arr.astype(np.int64)

@@ -51,10 +51,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._errors import InvalidParameterError
-from .._validate import as_distribution_pair, check_positive_int
+from .._validate import as_distribution_pair, check_positive_int, integer_vector
 from ..drafting import check_draft_support
 from ..solvers.ot_dual import solve_bound
-from ..verifiers._api import check_verifier_law
+from ..verifiers._api import laws_to_check
 from . import _stats
 from ._stats import detectable_tv
 from .simulate import _rng, simulate
@@ -304,16 +304,16 @@ def check_lossless(
     """
     n = check_positive_int(n, "n")
     trials = check_positive_int(trials, "trials")
-    v, first = check_verifier_law(verifier, n, sampling)
-    laws = [first] if sampling is not None or n == 1 else [
-        law for law in v.samplings if v.supports(n, law)]  # fmt: skip
+    v, laws = laws_to_check(verifier, n, sampling)
+    laws = laws[:1] if n == 1 else laws  # one draft: every law draws it from q
+    first = laws[0]
     gen = _rng(rng, seed)
     if not (isinstance(alpha, float) and 0 < alpha < 1):
         raise InvalidParameterError(f"alpha must be a float in (0, 1); got {alpha!r}")
     if hasattr(target, "target_logits"):  # a spectheory.lm.Trace
         from ..distributions import process_logits
 
-        idx = np.arange(target.num_positions) if rows is None else np.asarray(rows)
+        idx = np.arange(target.num_positions) if rows is None else integer_vector(rows, "rows")
         if not isinstance(draft, str):
             raise InvalidParameterError(f"with a trace, draft must be a draft name; got {draft!r}")
         p = process_logits(target.target_logits[idx].astype(np.float64), temperature)

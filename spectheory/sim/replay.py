@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import _files
 from .._errors import InvalidParameterError
-from .._validate import check_positive_int
+from .._validate import check_positive_int, integer_vector
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..solvers.ot_dual import solve_bound
@@ -293,34 +293,6 @@ def config_rows(
     return [r for v in verifiers for r in rows[v.name]]
 
 
-def _position_ids(rows) -> np.ndarray:
-    """``rows`` as a 1-D int64 array of trace positions, refusing anything but integers.
-
-    ``np.asarray(rows, dtype=np.int64)`` would truncate ``1.7`` to position 1,
-    read ``True`` as position 1 and flatten a nested sequence: each silently
-    replays other positions than the ones asked for.
-    """
-    if isinstance(rows, str | bytes):
-        raise InvalidParameterError(f"rows must be a 1-D sequence of integers; got {rows!r}")
-    arr = np.asarray(rows)
-    if arr.ndim != 1:
-        raise InvalidParameterError(
-            f"rows must be a 1-D sequence of integers (trace positions); got shape {arr.shape}"
-        )
-    if (arr.size and arr.dtype.kind not in "iu") or (
-        not isinstance(rows, np.ndarray) and any(isinstance(x, bool | np.bool_) for x in rows)
-    ):
-        bad = next(
-            (x for x in np.asarray(rows, dtype=object)
-             if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer)),
-            rows,
-        )  # fmt: skip
-        raise InvalidParameterError(
-            f"rows must be integers (trace positions); got {bad!r} of type {type(bad).__name__}"
-        )
-    return arr.astype(np.int64)
-
-
 def resolve_verifiers(verifiers) -> tuple[Verifier, ...]:
     """Records for a sequence of names, records or functions; names must be distinct."""
     if isinstance(verifiers, str | Verifier) or callable(verifiers):
@@ -400,7 +372,7 @@ def replay(
     if rows is None:
         idx = np.arange(trace.num_positions)
     else:
-        idx = np.unique(_position_ids(rows))
+        idx = np.unique(integer_vector(rows, "rows"))
         if idx.size and (idx[0] < 0 or idx[-1] >= trace.num_positions):
             raise InvalidParameterError(
                 f"rows must be positions in [0, {trace.num_positions}); got {idx[0]}..{idx[-1]}"

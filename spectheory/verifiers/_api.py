@@ -10,7 +10,7 @@ from ..coins import RandomCoins
 from ..drafting import SAMPLINGS, check_draft_support, greedy_split
 from ._registry import Verifier, as_verifier
 
-__all__ = ["check_instance", "check_token", "check_verifier_law", "verify"]
+__all__ = ["check_instance", "check_token", "check_verifier_law", "laws_to_check", "verify"]
 
 
 def check_verifier_law(verifier, n, sampling):
@@ -33,6 +33,19 @@ def check_verifier_law(verifier, n, sampling):
     if v.n_values is not None and n not in v.n_values:
         raise InvalidParameterError(f"verifier {v.name!r} needs n in {v.n_values}; got n={n}")
     return v, sampling
+
+
+def laws_to_check(verifier, n, sampling):
+    """``(Verifier, laws)``: ``[sampling]``, or with ``sampling=None`` each law claimed for ``n``.
+
+    A losslessness check must not pass a verifier on one of its laws alone;
+    :func:`spectheory.check_lossless`, the ``spectheory check`` command and the
+    assertions of :mod:`spectheory.testing` take their laws from here.
+    """
+    v, first = check_verifier_law(verifier, n, sampling)
+    if sampling is not None:
+        return v, [first]
+    return v, [law for law in v.samplings if v.supports(n, law)]
 
 
 def check_instance(verifier, target, draft, n, sampling):

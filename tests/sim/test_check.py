@@ -251,3 +251,15 @@ def test_default_laws_need_distinct_draft_support():
     with pytest.raises(stt.InvalidParameterError, match=r"sampling=None.*pass sampling="):
         stt.check_lossless("naive", p, q, n=2, trials=100)
     assert not stt.check_lossless("naive", p, q, n=2, sampling="iid", trials=2000).lossy
+
+
+@pytest.mark.parametrize("rows", [[True, False, True], [0.0, 2.0], [[0, 1]]])
+def test_trace_rows_must_be_integer_positions(rows):
+    """``rows`` of a trace went through ``np.asarray``: a bool list acted as a mask, floats and
+    nested lists failed inside numpy's indexing."""
+    from spectheory.lm import Trace
+
+    rng = np.random.default_rng(0)
+    tr = Trace.from_arrays(rng.standard_normal((3, 5)), {"d": rng.standard_normal((3, 5))})
+    with pytest.raises(stt.InvalidParameterError, match="rows must"):
+        stt.check_lossless("sd", tr, "logits:d", rows=rows, trials=10)
