@@ -62,8 +62,9 @@ def loss_spec(text: str) -> str:
 
 
 def run_train(args) -> int:
+    from .._errors import InvalidParameterError
     from ..lm import adapters as A
-    from ..lm._loader import load_model
+    from ..lm._loader import SMOLLM2, check_device, load_model
     from ..lm.corpus import CorpusSettings, build_corpus
 
     settings = settings_from_args(A.TrainSettings, args)
@@ -73,15 +74,22 @@ def run_train(args) -> int:
     if name is not None:
         path = A.adapter_path(name)
     else:
-        from ..lm._loader import SMOLLM2
-
         loss = "kl" if args.as_draft else settings.loss  # kl: the key of 'adapter:L'
         path = A.adapter_path(int(args.layer), args.model or SMOLLM2, loss)
     if path.exists() and not args.force:
         raise usage_error(f"{str(path)!r} exists; pass --force to retrain it")
+    try:
+        device = check_device(args.device)
+    except InvalidParameterError as exc:
+        raise usage_error(f"--device: {exc}") from None
+    if device.type != "cpu" and not args.no_eval:
+        raise usage_error(
+            f"--device {args.device}: the held-out evaluation replays the default trace, which is "
+            "recorded on the CPU; pass --no-eval and run 'spectheory draft evaluate' afterwards"
+        )
     t0 = time.perf_counter()
-    log.info(f"loading {args.model or 'smollm2-135m-instruct'} ...")
-    loaded = load_model(args.model) if args.model else load_model()
+    log.info(f"loading {args.model or 'smollm2-135m-instruct'} on {args.device} ...")
+    loaded = load_model(args.model or SMOLLM2, device=args.device)
     A._check_layer(int(args.layer), loaded.num_layers, settings.depth)
     log.info("building the corpus (the target samples its training continuations once) ...")
     corpus = build_corpus(loaded, corpus_settings, progress=not args.quiet)
@@ -252,6 +260,10 @@ def add_parser(subparsers):
                    help="save as the draft 'adapter:L' whatever the loss (by default a loss "
                         "other than kl gets its own key, e.g. <model>-L12-tv)")  # fmt: skip
     t.add_argument("--model", default="", help="a local model folder (default SmolLM2)")
+    t.add_argument("--device", default="cpu",
+                   help="where the corpus sampling, teacher pass and training run: 'cpu' "
+                        "(default) or 'cuda' (needs --no-eval; the corpus of a GPU has its own "
+                        "cache key, its generator draws other tokens)")  # fmt: skip
     _temperatures(t)
     t.add_argument("--no-eval", action="store_true", help="skip the held-out evaluation")
     t.add_argument("--force", action="store_true", help="overwrite an existing adapter")

@@ -105,7 +105,8 @@ class DecoderLayer(nn.Module):
         if S == T:
             a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # T new queries after S - T cached positions
-            mask = torch.arange(S)[None, :] <= (S - T + torch.arange(T))[:, None]
+            ar = torch.arange(S, device=x.device)
+            mask = ar[None, :] <= (S - T + ar[:T])[:, None]
             a = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.o_proj(a.transpose(1, 2).reshape(B, T, -1))
         h = rms_norm(x, self.post_attention_layernorm, self.eps)

@@ -155,7 +155,49 @@ def model_source(name_or_path: str) -> Path:
     )
 
 
-def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> LoadedModel:
+def model_device(model):
+    """The torch device of a model's parameters (``cpu`` for a model without any)."""
+    import torch
+
+    for param in model.parameters():
+        return param.device
+    return torch.device("cpu")
+
+
+def check_device(device):
+    """``device`` as a :class:`torch.device`, refused when this machine cannot use it.
+
+    Raises
+    ------
+    InvalidParameterError
+        Not a device name torch knows (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...),
+        or a CUDA device on a machine without CUDA or with fewer GPUs.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise InvalidParameterError(
+            f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r} ({exc})"
+        ) from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InvalidParameterError(
+                f"device {device!r} needs CUDA, which this machine does not have"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InvalidParameterError(
+                f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif dev.type != "cpu":
+        raise InvalidParameterError(f"device must be 'cpu' or a CUDA device; got {device!r}")
+    return dev
+
+
+def load_model(
+    name_or_path: str = SMOLLM2, *, dtype: str = "float32", device: str = "cpu"
+) -> LoadedModel:
     """Load the embedded SmolLM2, a GGUF file or a local Hugging Face causal-LM folder.
 
     Parameters
@@ -164,6 +206,11 @@ def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> Loaded
         ``"smollm2-135m-instruct"`` (default), a ``.gguf`` file, or a folder
         holding ``config.json`` and weights (loaded with ``local_files_only=True``).
     dtype : {"float32", "bfloat16", "float16"}
+    device : str
+        Where the model runs (``"cpu"``, ``"cuda"``, ``"cuda:1"``).  The
+        adapter pipeline (:mod:`.corpus`, :mod:`.adapters`, the held-out
+        evaluation of :mod:`.draft_eval`) follows the model's device; trace
+        recording and live generation run on the CPU.
 
     Returns
     -------
@@ -175,6 +222,7 @@ def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> Loaded
     if dtype not in ("float32", "bfloat16", "float16"):
         raise InvalidParameterError(f"dtype must be float32, bfloat16 or float16; got {dtype!r}")
     torch_dtype = getattr(torch, dtype)
+    dev = check_device(device)
     path = model_source(name_or_path)
     if path.is_file():  # a GGUF file (the embedded SmolLM2 is one)
         kwargs = {"gguf_file": path.name, "local_files_only": True}
@@ -185,7 +233,7 @@ def load_model(name_or_path: str = SMOLLM2, *, dtype: str = "float32") -> Loaded
     source = str(path)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, **kwargs)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, **kwargs)
-    model.eval()
+    model.to(dev).eval()
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,

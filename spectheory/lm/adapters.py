@@ -72,6 +72,7 @@ from .. import _files
 from .._errors import InvalidParameterError, TraceError
 from .._threads import with_torch_threads
 from .._validate import check_positive_int
+from ._loader import model_device
 
 __all__ = [
     "ARCHITECTURES",
@@ -262,7 +263,8 @@ class Adapter:
 
     def _refresh_head(self):
         w = self.model.lm_head.weight.detach()
-        self.head_weight = w if self.vocab is None else w.index_select(0, self.vocab)
+        # the vocabulary stays on the host (it is saved as numpy); the head rows follow the model
+        self.head_weight = w if self.vocab is None else w.index_select(0, self.vocab.to(w.device))
         self.norm_weight = self.model.model.norm.weight.detach()
         self.norm_eps = float(self.model.config.rms_norm_eps)
 
@@ -303,8 +305,9 @@ class Adapter:
             (*subset_logits.shape[:-1], self.vocab_size),
             float("-inf"),
             dtype=subset_logits.dtype,
+            device=subset_logits.device,
         )
-        out[..., self.vocab] = subset_logits
+        out[..., self.vocab.to(subset_logits.device)] = subset_logits
         return out
 
     def weights_sha256(self) -> str:
@@ -318,9 +321,9 @@ class Adapter:
 
 def _state_arrays(adapter):
     state = adapter.module.state_dict()
-    out = {f"module/{k}": v.detach().float().numpy() for k, v in state.items()}
+    out = {f"module/{k}": v.detach().float().cpu().numpy() for k, v in state.items()}
     if adapter.vocab is not None:
-        out["vocab"] = adapter.vocab.numpy().astype(np.int64)
+        out["vocab"] = adapter.vocab.cpu().numpy().astype(np.int64)
     return out
 
 
@@ -347,7 +350,7 @@ def init_adapter(loaded, layer: int, arch: str = "layer", vocab=None, depth: int
             raise InvalidParameterError(f"vocab ids must lie in [0, {loaded.vocab_size})")
     from ._adapter_layer import build
 
-    module = build(arch, loaded.model, layer, depth)
+    module = build(arch, loaded.model, layer, depth).to(model_device(loaded.model))
     return Adapter(
         model=loaded.model, layer=layer, module=module, vocab=vocab, arch=arch, depth=depth
     )
@@ -417,8 +420,9 @@ def teacher_states(loaded, corpus, layers, *, batch_size=8, progress=False) -> T
     import torch
 
     layers = sorted({_check_layer(L, loaded.num_layers) for L in layers})
+    device = model_device(loaded.model)
     hidden = {L: [] for L in layers}
-    final, mass = [], torch.zeros(loaded.vocab_size, dtype=torch.float64)
+    final, mass = [], torch.zeros(loaded.vocab_size, dtype=torch.float64, device=device)
     t0 = time.perf_counter()
     seqs, starts = corpus.sequences, corpus.loss_start.tolist()
     with torch.no_grad():
@@ -428,7 +432,7 @@ def teacher_states(loaded, corpus, layers, *, batch_size=8, progress=False) -> T
             ids = torch.zeros((len(chunk), n), dtype=torch.long)
             for r, s in enumerate(chunk):  # right padding: causal attention ignores it
                 ids[r, : seqs[s].size] = torch.as_tensor(seqs[s])
-            out = loaded.model(input_ids=ids, output_hidden_states=True, use_cache=False)
+            out = loaded.model(input_ids=ids.to(device), output_hidden_states=True, use_cache=False)
             for r, s in enumerate(chunk):
                 m, b = seqs[s].size, starts[s]
                 for L in layers:
@@ -445,7 +449,7 @@ def teacher_states(loaded, corpus, layers, *, batch_size=8, progress=False) -> T
         hidden={L: tuple(v) for L, v in hidden.items()},
         final=tuple(final),
         loss_start=np.asarray(corpus.loss_start, dtype=np.int64),
-        mass=mass.numpy(),
+        mass=mass.cpu().numpy(),
         corpus_sha256=corpus.sha256,
     )
 
@@ -468,14 +472,18 @@ def frequency_vocab(mass, size: int) -> np.ndarray:
 
 
 def _batches(states, layer, idx, device_dtype):
-    """Right-padded batch: h (B, T, d), final (B, T, d), mask (B, T) of training positions."""
+    """Right-padded batch: h (B, T, d), final (B, T, d), mask (B, T) of training positions.
+
+    On the device that holds the teacher states (the model's, :func:`teacher_states`).
+    """
     import torch
 
     n = max(states.hidden[layer][i].shape[0] for i in idx)
-    d = states.hidden[layer][idx[0]].shape[1]
-    h = torch.zeros((len(idx), n, d), dtype=device_dtype)
-    f = torch.zeros((len(idx), n, d), dtype=device_dtype)
-    mask = torch.zeros((len(idx), n), dtype=torch.bool)
+    first = states.hidden[layer][idx[0]]
+    d, device = first.shape[1], first.device
+    h = torch.zeros((len(idx), n, d), dtype=device_dtype, device=device)
+    f = torch.zeros((len(idx), n, d), dtype=device_dtype, device=device)
+    mask = torch.zeros((len(idx), n), dtype=torch.bool, device=device)
     for r, i in enumerate(idx):
         hi, b = states.hidden[layer][i], int(states.loss_start[i])
         h[r, : hi.shape[0]] = hi
@@ -506,7 +514,7 @@ def batch_loss(adapter, h, final, mask, loss="kl"):
     """
     import torch
 
-    pos = torch.arange(h.shape[1])[None].expand(h.shape[0], -1)
+    pos = torch.arange(h.shape[1], device=h.device)[None].expand(h.shape[0], -1)
     z = adapter.subset_logits(h, pos)[mask]
     with torch.no_grad():
         teacher = final[mask] @ adapter.head_weight.T
@@ -815,7 +823,7 @@ def load_adapter(loaded, path) -> Adapter:
         module.load_state_dict(state, strict=True)
     except RuntimeError as exc:
         raise TraceError(f"adapter file {str(path)!r} does not fit this model: {exc}") from None
-    module.eval()
+    module.to(model_device(loaded.model)).eval()
     vocab = torch.from_numpy(tensors["vocab"].copy()) if "vocab" in tensors else None
     return Adapter(
         model=loaded.model,
@@ -875,7 +883,7 @@ class AdapterStepper:
 
         h = hidden_states[self.adapter.layer]
         n = h.shape[1]
-        pos = torch.arange(self.pos, self.pos + n)[None]
+        pos = torch.arange(self.pos, self.pos + n, device=h.device)[None]
         with torch.no_grad():
             z = self.adapter.subset_logits(h, pos, self.cache)[0, -1]
         self.pos += n

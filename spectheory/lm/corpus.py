@@ -42,6 +42,7 @@ from .._errors import InvalidParameterError, TraceError
 from .._threads import with_torch_threads
 from .._validate import check_positive_int
 from ._kv import cache_kwargs, cache_of
+from ._loader import model_device
 from .prompts import PROMPTS
 
 __all__ = [
@@ -295,6 +296,8 @@ def _chat_prefix(tokenizer, question):
 
 def _doc_sequences(tokenizer, settings):
     seqs, starts = [], []
+    if settings.doc_sequences == 0:  # the count is checked after each append below
+        return seqs, starts
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     for question, text in _doc_texts():
         prefix = _chat_prefix(tokenizer, question)
@@ -312,12 +315,22 @@ def _doc_sequences(tokenizer, settings):
     return seqs, starts
 
 
+#: Continuations sampled together: 64 on the CPU (the recorded corpora), more on a GPU.
+_SAMPLE_BATCH = {"cpu": 64, "cuda": 512}
+
+
 @with_torch_threads
 def _sample_continuations(loaded, settings, progress):
-    """The target's continuations of the training prompts (batched, KV cache, torch sampling)."""
+    """The target's continuations of the training prompts (batched, KV cache, torch sampling).
+
+    Runs on the model's device; one generator per batch, seeded by the
+    settings' seed and the batch's first job, so a corpus is a function of
+    its settings and the device type (CPU and CUDA generators differ).
+    """
     import torch
 
     tok, model = loaded.tokenizer, loaded.model
+    device = model_device(model)
     eos = {int(t) for t in np.atleast_1d(model.generation_config.eos_token_id)}
     seqs, starts = [], []
     temps = _SAMPLED_TEMPERATURES
@@ -326,7 +339,7 @@ def _sample_continuations(loaded, settings, progress):
         for r in range(settings.samples_per_prompt)
         for i, q in enumerate(training_prompts(settings.prompts))
     ]
-    batch = 64
+    batch = _SAMPLE_BATCH[device.type]
     for b0 in range(0, len(jobs), batch):
         chunk = jobs[b0 : b0 + batch]
         prefixes = [_chat_prefix(tok, q) for _, _, q in chunk]
@@ -336,10 +349,11 @@ def _sample_continuations(loaded, settings, progress):
         for i, p in enumerate(prefixes):  # left padding
             ids[i, n - p.size :] = torch.as_tensor(p)
             mask[i, n - p.size :] = 1
-        temps = torch.tensor([T for T, _, _ in chunk], dtype=torch.float32)[:, None]
-        gen = torch.Generator().manual_seed(settings.seed * 1_000_003 + b0)
+        ids, mask = ids.to(device), mask.to(device)
+        temps = torch.tensor([T for T, _, _ in chunk], dtype=torch.float32, device=device)[:, None]
+        gen = torch.Generator(device=device).manual_seed(settings.seed * 1_000_003 + b0)
         out = [[] for _ in chunk]
-        done = torch.zeros(len(chunk), dtype=torch.bool)
+        done = [False] * len(chunk)
         past, inp = None, ids
         with torch.no_grad():
             for _ in range(settings.sampled_tokens):
@@ -354,14 +368,14 @@ def _sample_continuations(loaded, settings, progress):
                 past = cache_of(o)
                 probs = torch.softmax(o.logits[:, -1].float() / temps, dim=-1)
                 nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
-                for i in range(len(chunk)):
+                for i, t in enumerate(nxt.tolist()):  # one transfer per step, not per row
                     if not done[i]:
-                        out[i].append(int(nxt[i]))
-                        done[i] = int(nxt[i]) in eos
-                if bool(done.all()):
+                        out[i].append(t)
+                        done[i] = t in eos
+                if all(done):
                     break
                 inp = nxt[:, None]
-                mask = torch.cat([mask, torch.ones((len(chunk), 1), dtype=torch.long)], dim=1)
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         for p, o_ in zip(prefixes, out):
             seqs.append(np.concatenate([p, np.asarray(o_, dtype=np.int64)])[: settings.max_len])
             starts.append(p.size - 1)
@@ -385,7 +399,8 @@ def build_corpus(
         continuations of :func:`training_prompts`.
     settings : CorpusSettings, optional
     cache : bool
-        Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``.
+        Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``
+        (``<key>-cuda.npz`` for a model on a GPU, whose generator draws other tokens).
     progress : bool
         Report the sampling on stderr.
 
@@ -400,7 +415,10 @@ def build_corpus(
     if not isinstance(settings, CorpusSettings):
         raise InvalidParameterError(f"settings must be a CorpusSettings; got {settings!r}")
     dseqs, dstarts = _doc_sequences(loaded.tokenizer, settings)
-    path = cache_dir() / "corpus" / f"{_model_slug(loaded)}-{settings.key()}.npz"
+    device = model_device(loaded.model).type
+    # CPU keys are those of the recorded corpora; a GPU samples other tokens, so its own key
+    suffix = "" if device == "cpu" else f"-{device}"
+    path = cache_dir() / "corpus" / f"{_model_slug(loaded)}-{settings.key()}{suffix}.npz"
     sseqs = sstarts = None
     if cache and path.is_file() and settings.samples_per_prompt:
         try:

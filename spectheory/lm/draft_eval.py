@@ -22,6 +22,7 @@ from .._errors import InvalidParameterError
 from .._threads import with_torch_threads
 from .._validate import check_positive_int, check_rng, real_array
 from ._kv import cache_kwargs, cache_of
+from ._loader import model_device
 from .adapters import Adapter
 from .quantised import quantised_model
 
@@ -32,9 +33,12 @@ __all__ = [
     "evaluate_multidraft",
     "evaluate_quantised",
     "held_out_sequences",
+    "held_out_table",
+    "load_held_out",
     "lumped_rows",
     "prompt_bootstrap",
     "sampled_held_out_sequences",
+    "save_held_out",
 ]
 
 
@@ -209,6 +213,47 @@ def held_out_sequences(loaded, temperature, max_new_tokens=24, prompts=None):
         yield np.concatenate([prompt, trace.tokens[sl][:-1]]), prompt.size - 1
 
 
+def held_out_table(loaded, temperatures=(0.7, 1.0), max_new_tokens=24, prompts=None) -> dict:
+    """:func:`held_out_sequences` for each temperature: ``{T: [(ids, b), ...]}``.
+
+    What :func:`evaluate_adapter` takes as ``sequences``; with
+    :func:`save_held_out` and :func:`load_held_out` it carries the CPU-recorded
+    held-out positions to a model on a GPU (where no trace is recorded).
+    """
+    from .acceptance import _check_temperature
+
+    temps = [_check_temperature(t, "temperatures") for t in temperatures]
+    return {T: list(held_out_sequences(loaded, T, max_new_tokens, prompts)) for T in temps}
+
+
+def save_held_out(table: dict, path) -> None:
+    """Write a :func:`held_out_table` as ``.npz`` (token ids, offsets, starts per temperature)."""
+    arrays = {}
+    for k, (T, pairs) in enumerate(sorted(table.items())):
+        arrays[f"T{k}"] = np.float64(T)
+        arrays[f"ids{k}"] = np.concatenate([np.asarray(ids, dtype=np.int64) for ids, _ in pairs])
+        arrays[f"offsets{k}"] = np.cumsum([0] + [len(ids) for ids, _ in pairs]).astype(np.int64)
+        arrays[f"starts{k}"] = np.asarray([b for _, b in pairs], dtype=np.int64)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def load_held_out(path) -> dict:
+    """Read a table written by :func:`save_held_out` (``{T: [(ids, b), ...]}``)."""
+    out = {}
+    with np.load(path) as z:
+        k = 0
+        while f"T{k}" in z:
+            ids, offs, starts = z[f"ids{k}"], z[f"offsets{k}"], z[f"starts{k}"]
+            out[float(z[f"T{k}"])] = [
+                (ids[offs[i] : offs[i + 1]], int(starts[i])) for i in range(starts.size)
+            ]
+            k += 1
+    if not out:
+        raise InvalidParameterError(f"{str(path)!r} holds no held-out table")
+    return out
+
+
 @with_torch_threads
 def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0, prompts=None):
     r"""The target's continuations of the held-out prompts, sampled in one batch.
@@ -279,12 +324,20 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
 
 @with_torch_threads
 def evaluate_adapter(
-    loaded, adapter: Adapter, temperatures=(0.7, 1.0), *, max_new_tokens=24, prompts=None
+    loaded,
+    adapter: Adapter,
+    temperatures=(0.7, 1.0),
+    *,
+    max_new_tokens=24,
+    prompts=None,
+    sequences=None,
 ):
     r"""Mean acceptance on target-sampled continuations of the 38 held-out prompts.
 
     For each temperature :math:`T` the target's continuations come from
-    :func:`held_out_sequences`; one teacher-forced pass per prompt gives
+    :func:`held_out_sequences` (or ``sequences[T]``, the same pairs computed
+    once, e.g. on the CPU for a model that runs on a GPU:
+    :func:`held_out_table`); one teacher-forced pass per prompt gives
     :math:`p_t = \mathrm{softmax}(z_t / T)` and the adapter's :math:`q_t` (its
     attention sees the prompt and the continuation so far), and
 
@@ -301,21 +354,36 @@ def evaluate_adapter(
     from .drafts import early_exit_logits
 
     temps = tuple(_check_temperature(t, "temperatures") for t in temperatures)
+    if sequences is not None:
+        missing = [T for T in temps if T not in sequences]
+        if missing:
+            raise InvalidParameterError(
+                f"sequences holds temperatures {sorted(sequences)}; got no pairs for {missing}"
+            )
+    device = model_device(loaded.model)
+    vocab = None if adapter.vocab is None else adapter.vocab.to(device)
     accs, raws, covs, npos, per = [], [], [], [], []
     for T in temps:
         tot, n, rows = np.zeros(3), 0, []
+        pairs = (
+            sequences[T]
+            if sequences is not None
+            else held_out_sequences(loaded, T, max_new_tokens, prompts)
+        )
         with torch.no_grad():
-            for ids, b in held_out_sequences(loaded, T, max_new_tokens, prompts):
+            for ids, b in pairs:
                 out = loaded.model(
-                    input_ids=torch.as_tensor(ids[None]), output_hidden_states=True, use_cache=False
+                    input_ids=torch.as_tensor(ids[None]).to(device),
+                    output_hidden_states=True,
+                    use_cache=False,
                 )
                 p = _softmax_t(out.logits[0, b:].double(), T)
-                pos = torch.arange(ids.size)[None]
+                pos = torch.arange(ids.size, device=device)[None]
                 z = adapter.subset_logits(out.hidden_states[adapter.layer], pos)[0, b:]
                 q = _softmax_t(z.double(), T)
                 raw = early_exit_logits(loaded.model, out.hidden_states, adapter.layer)[0, b:]
                 praw = _softmax_t(raw.double(), T)
-                pS = p if adapter.vocab is None else p[:, adapter.vocab]
+                pS = p if vocab is None else p[:, vocab]
                 acc = float(torch.minimum(pS, q).sum())
                 tot += [acc, float(torch.minimum(p, praw).sum()), float(pS.sum())]
                 n += p.shape[0]
