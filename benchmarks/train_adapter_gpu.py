@@ -59,7 +59,8 @@ def parse_args(argv=None):
     ap.add_argument("--samples-per-prompt", type=int, default=48)
     ap.add_argument("--sampled-tokens", type=int, default=96)
     ap.add_argument("--max-len", type=int, default=192)
-    ap.add_argument("--teacher-batch", type=int, default=64)
+    ap.add_argument("--teacher-batch", type=int, default=None,
+                    help="teacher batch (default 8 on the CPU, 64 on a GPU)")  # fmt: skip
     ap.add_argument("--budget", type=float, default=420.0,
                     help="seconds after which no further variant is started")  # fmt: skip
     ap.add_argument("--piece-mb", type=int, default=15)
@@ -159,7 +160,7 @@ def main(argv=None) -> int:
         }
         results.append(row)
         last = time.perf_counter() - t1
-        _log(f"{name}: held-out {[round(a, 4) for a in ev.acceptance]} ({last:.0f} s)", t0)
+        _log(f"{name}: held-out {[round(float(a), 4) for a in ev.acceptance]} ({last:.0f} s)", t0)
         if best is None or row["mean_acceptance"] > best[0]["mean_acceptance"]:
             extra = {
                 "corpus_settings": summary["corpus"]["settings"],

@@ -204,6 +204,11 @@ def _plain(text: str) -> str:
     """reST markup as plain help text: roles dropped (``~`` keeps the last name), quotes once."""
     import re
 
+    text = re.sub(  # maths as its source, less the TeX commands: L + \text{depth} -> L + depth
+        r":math:`([^`]*)`",
+        lambda m: re.sub(r"\\[a-z]+\{([^}]*)\}", r"\1", m.group(1)).replace("\\", ""),
+        text,
+    )
     text = re.sub(r":[a-z]+:`~(?:[\w.]+\.)?(\w+)`", r"\1", text)  # ~: the last name only
     text = re.sub(r":[a-z]+:`([\w.]+)`", r"\1", text)
     text = re.sub(r"``'?(.*?)'?``", lambda m: m.group(1) if m.group(1).startswith('"')

@@ -252,8 +252,8 @@ def add_parser(subparsers):
     dataclass_options(
         t.add_argument_group("corpus (spectheory.lm.corpus.CorpusSettings)"),
         "spectheory.lm.corpus:CorpusSettings",
-        ("doc_sequences", "prompts", "samples_per_prompt", "sampled_tokens"),
-        types={"prompts": positive_int, "sampled_tokens": positive_int},
+        ("max_len", "doc_sequences", "prompts", "samples_per_prompt", "sampled_tokens"),
+        types={"max_len": positive_int, "prompts": positive_int, "sampled_tokens": positive_int},
     )
     t.add_argument("--name", default="", help="save under this name instead of 'adapter:L'")
     t.add_argument("--as-draft", action="store_true",

@@ -376,9 +376,9 @@ def test_check_without_sampling_checks_every_claimed_law(capsys):
     assert out["sampling"] == "iid" and "by_law" not in out
 
 
-@pytest.mark.parametrize("command", ["sweep", "replay", "trace", "draft"])
+@pytest.mark.parametrize("command", ["sweep", "replay", "trace", "draft", "draft train"])
 def test_help_shows_no_rest_markup(command, capsys):
-    """Option help comes from numpydoc attributes; roles and doubled quotes leaked into it."""
-    assert main([command, "--help"]) == 0
+    """Option help comes from numpydoc attributes; roles, maths and doubled quotes leaked in."""
+    assert main([*command.split(), "--help"]) == 0
     text = capsys.readouterr().out
-    assert not re.search(r":(data|func|class|mod|meth):`|``|'\"", text), text
+    assert not re.search(r":(data|func|class|mod|meth|math):`|``|'\"|\\text", text), text

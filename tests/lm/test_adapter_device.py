@@ -94,10 +94,12 @@ def _cli(argv):
     return main(argv)
 
 
-def test_cli_device_option_is_checked_before_the_model_loads(smol, tmp_cache, capsys, monkeypatch):
+def test_cli_device_option_is_checked_before_the_model_loads(tmp_cache, capsys, monkeypatch):
     base = ["draft", "train", "--layer", str(LAYER), "--steps", "1", "--quiet"]
     assert _cli([*base, "--device", "tpu"]) == 2
     assert "--device" in capsys.readouterr().err
+    assert _cli([*base, "--max-len", "10"]) == 2  # the corpus option the GPU run needed
+    assert "max_len must be >= 48" in capsys.readouterr().err
     if not torch.cuda.is_available():
         assert _cli([*base, "--device", "cuda", "--no-eval"]) == 2
         assert "needs CUDA" in capsys.readouterr().err
