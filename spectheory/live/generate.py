@@ -87,6 +87,7 @@ from ..coins import RandomCoins
 from ..distributions import _check_settings, process_logits
 from ..drafting import sample_drafts
 from ..lm._kv import cache_kwargs
+from ..lm._loader import require_cpu
 from ..verifiers._api import check_token, check_verifier_law
 from ..verifiers._registry import REGISTRY
 from ._draft import make_draft
@@ -591,6 +592,7 @@ def _common_checks(
         raise InvalidParameterError(
             f"loaded must be a spectheory.lm.LoadedModel (from load_model()); got {loaded!r}"
         )
+    require_cpu(loaded, "live generation")
     prompt = _check_prompt(prompt_ids, loaded.vocab_size)
     max_new_tokens = check_positive_int(max_new_tokens, "max_new_tokens")
     # Past its trained context a model's positions are extrapolated: the run would go on

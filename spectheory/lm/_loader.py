@@ -164,6 +164,26 @@ def model_device(model):
     return torch.device("cpu")
 
 
+def require_cpu(loaded, what: str) -> None:
+    """Refuse a model that is not on the CPU, for the paths that build their tensors there.
+
+    Trace recording, live generation, cost ratios, tree drafting, capacity
+    profiles and quantised copies run the model on the CPU; the adapter
+    pipeline (:mod:`.corpus`, :mod:`.adapters`, the evaluations of
+    :mod:`.draft_eval` given ``sequences``) follows the model's device.
+    """
+    model = getattr(loaded, "model", None)
+    if model is None or not callable(getattr(model, "parameters", None)):
+        return  # not a model: the caller's own check names it
+    device = model_device(model)
+    if device.type != "cpu":
+        raise InvalidParameterError(
+            f"{what} runs the model on the CPU; this model is on {device}: load it with "
+            "load_model(device='cpu') (the adapter training and its held-out evaluation with "
+            "sequences= run on a GPU)"
+        )
+
+
 def check_device(device):
     """``device`` as a :class:`torch.device`, refused when this machine cannot use it.
 

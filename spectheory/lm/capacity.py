@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._errors import InvalidParameterError
+from ._loader import require_cpu
 from ._positions import check_temperature, prompt_slices
 from .cost import draft_parameter_count
 from .drafts import early_exit_logits
@@ -48,6 +49,7 @@ def teacher_forced_hidden(loaded, trace):
     """
     import torch
 
+    require_cpu(loaded, "teacher_forced_hidden")
     order = list(trace.metadata["prompt_order"])
     with torch.no_grad():
         for pid, sl in prompt_slices(trace):

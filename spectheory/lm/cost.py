@@ -23,6 +23,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
+from ._loader import require_cpu
 from .steppers import AdapterCostStepper, HFStepper
 
 __all__ = [
@@ -137,6 +138,7 @@ def measure_cost_ratio(loaded, layer, *, repeats: int = 30, context: int = 64, w
     """
     import torch
 
+    require_cpu(loaded, "measure_cost_ratio")
     if isinstance(layer, bool):
         raise InvalidParameterError(f"layer must be an integer or a draft; got {layer!r}")
     repeats = check_positive_int(repeats, "repeats")

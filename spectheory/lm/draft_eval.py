@@ -226,6 +226,28 @@ def held_out_table(loaded, temperatures=(0.7, 1.0), max_new_tokens=24, prompts=N
     return {T: list(held_out_sequences(loaded, T, max_new_tokens, prompts)) for T in temps}
 
 
+def _pair_source(sequences, temps, loaded, max_new_tokens, prompts):
+    """``T -> (ids, b) pairs`` from ``sequences``: None (the trace), a table or a callable.
+
+    A table (:func:`held_out_table`, :func:`load_held_out`) must hold every
+    temperature asked for; this is checked before any pass.
+    """
+    if sequences is None:
+        return lambda T: held_out_sequences(loaded, T, max_new_tokens, prompts)
+    if callable(sequences):
+        return lambda T: sequences(loaded, T, max_new_tokens, prompts)
+    if not hasattr(sequences, "keys"):
+        raise InvalidParameterError(
+            f"sequences must be a table {{T: [(ids, b), ...]}} or a callable; got {sequences!r}"
+        )
+    missing = [T for T in temps if T not in sequences]
+    if missing:
+        raise InvalidParameterError(
+            f"sequences holds temperatures {sorted(sequences)}; got no pairs for {missing}"
+        )
+    return lambda T: sequences[T]
+
+
 def save_held_out(table: dict, path) -> None:
     """Write a :func:`held_out_table` as ``.npz`` (token ids, offsets, starts per temperature)."""
     arrays = {}
@@ -335,9 +357,8 @@ def evaluate_adapter(
     r"""Mean acceptance on target-sampled continuations of the 38 held-out prompts.
 
     For each temperature :math:`T` the target's continuations come from
-    :func:`held_out_sequences` (or ``sequences[T]``, the same pairs computed
-    once, e.g. on the CPU for a model that runs on a GPU:
-    :func:`held_out_table`); one teacher-forced pass per prompt gives
+    :func:`held_out_sequences`, or from ``sequences`` (as for
+    :func:`evaluate_multidraft`); one teacher-forced pass per prompt gives
     :math:`p_t = \mathrm{softmax}(z_t / T)` and the adapter's :math:`q_t` (its
     attention sees the prompt and the continuation so far), and
 
@@ -354,24 +375,14 @@ def evaluate_adapter(
     from .drafts import early_exit_logits
 
     temps = tuple(_check_temperature(t, "temperatures") for t in temperatures)
-    if sequences is not None:
-        missing = [T for T in temps if T not in sequences]
-        if missing:
-            raise InvalidParameterError(
-                f"sequences holds temperatures {sorted(sequences)}; got no pairs for {missing}"
-            )
+    pairs_at = _pair_source(sequences, temps, loaded, max_new_tokens, prompts)
     device = model_device(loaded.model)
     vocab = None if adapter.vocab is None else adapter.vocab.to(device)
     accs, raws, covs, npos, per = [], [], [], [], []
     for T in temps:
         tot, n, rows = np.zeros(3), 0, []
-        pairs = (
-            sequences[T]
-            if sequences is not None
-            else held_out_sequences(loaded, T, max_new_tokens, prompts)
-        )
         with torch.no_grad():
-            for ids, b in pairs:
+            for ids, b in pairs_at(T):
                 out = loaded.model(
                     input_ids=torch.as_tensor(ids[None]).to(device),
                     output_hidden_states=True,
@@ -519,9 +530,13 @@ def evaluate_multidraft(
     temperatures, ns, laws : sequences
     progress : callable, optional
         Called with a message after each temperature.
-    sequences : callable, optional
-        ``sequences(loaded, T, max_new_tokens, prompts)`` giving the ``(ids, b)``
-        pairs; default :func:`held_out_sequences` (the recorded trace's), e.g.
+    sequences : mapping or callable, optional
+        Where the ``(ids, b)`` pairs come from; default
+        :func:`held_out_sequences` (the recorded trace's).  A table
+        ``{T: [(ids, b), ...]}`` (:func:`held_out_table`, or
+        :func:`load_held_out` of a file written on the CPU, for a model on a
+        GPU, where no trace is recorded), or a callable
+        ``sequences(loaded, T, max_new_tokens, prompts)``, e.g.
         :func:`sampled_held_out_sequences` for a cheaper batched sample.
 
     Returns
@@ -543,17 +558,20 @@ def evaluate_multidraft(
     if not adapters:
         raise InvalidParameterError("adapters must name at least one adapter")
     names = tuple(adapters)
-    source = sequences or held_out_sequences
+    pairs_at = _pair_source(sequences, temps, loaded, max_new_tokens, prompts)
+    device = model_device(loaded.model)
     keys = [(n, "iid") for n in ns if n == 1] + [(n, law) for n in ns if n > 1 for law in laws]
     rows = {(a, T, n, law): [] for a in names for T in temps for n, law in keys}
     for T in temps:
         with torch.no_grad():
-            for ids, b in source(loaded, T, max_new_tokens, prompts):
+            for ids, b in pairs_at(T):
                 out = loaded.model(
-                    input_ids=torch.as_tensor(ids[None]), output_hidden_states=True, use_cache=False
+                    input_ids=torch.as_tensor(ids[None]).to(device),
+                    output_hidden_states=True,
+                    use_cache=False,
                 )
                 p = _softmax_t(out.logits[0, b:].double(), T)
-                pos = torch.arange(ids.size)[None]
+                pos = torch.arange(ids.size, device=device)[None]
                 for a in names:
                     ad = adapters[a]
                     z = ad.subset_logits(out.hidden_states[ad.layer], pos)[0, b:]

@@ -45,6 +45,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError, MissingDependencyError
 from ._kv import cache_kwargs, cache_of
+from ._loader import require_cpu
 
 __all__ = [
     "QuantStepper",
@@ -213,6 +214,7 @@ def quantised_model(loaded, qtype: str = "Q4_0"):
     """
     import torch
 
+    require_cpu(loaded, "quantised_model")
     key = (id(loaded.model), qtype)
     hit = _CACHE.get(key)
     if hit is not None and hit[0]() is loaded.model:

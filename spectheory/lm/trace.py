@@ -39,6 +39,7 @@ from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .._threads import with_torch_threads
 from .._validate import check_positive_int, check_rng
 from ._kv import cache_kwargs, cache_of
+from ._loader import require_cpu
 from .arrays import fields_from_tensors, trace_fields
 from .cache import cache_dir
 from .draft_kinds import draft_kind
@@ -568,6 +569,7 @@ def record_trace(
         )
     if loaded is not None:
         _check_loaded_matches(loaded, settings.model)
+        require_cpu(loaded, "record_trace")
     elif settings.model.startswith("memory:"):
         raise InvalidParameterError(
             f"settings.model {settings.model!r} is a model object in memory: pass it as loaded="

@@ -29,6 +29,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from ..distributions import process_logits
 from ..lm._kv import cache_kwargs, cache_of
+from ..lm._loader import require_cpu
 
 __all__ = ["LMTreeModels", "chat_context"]
 
@@ -73,6 +74,7 @@ class LMTreeModels:
 
         from ..lm.draft_kinds import resolve_draft
 
+        require_cpu(loaded, "LMTreeModels")
         ctx = np.asarray(context, dtype=np.int64)
         if ctx.ndim != 1 or ctx.size == 0:
             raise InvalidParameterError(f"context must be a non-empty 1-D id sequence; got {ctx}")

@@ -161,3 +161,44 @@ def test_cuda_pipeline_matches_the_cpu(smol, tiny_states, tmp_cache):
     sampled = build_corpus(gpu, SAMPLED)
     assert [p.stem.endswith("-cuda") for p in (tmp_cache / "corpus").glob("*.npz")] == [True]
     assert len(sampled.sequences) == 6 and build_corpus(gpu, SAMPLED).sha256 == sampled.sha256
+
+
+def test_paths_that_run_on_the_cpu_refuse_a_model_elsewhere(smol, tmp_cache):
+    """A model on another device reached CPU tensors deep inside torch; now the entry refuses."""
+    from spectheory.live import speculative_generate, target_generate
+    from spectheory.lm import TraceSettings, measure_cost_ratio, record_trace
+    from spectheory.lm.capacity import teacher_forced_hidden
+    from spectheory.lm.quantised import quantised_model
+    from spectheory.trees.lm import LMTreeModels
+
+    away = _on(smol, "meta")  # no memory, no arithmetic: only its device differs
+    ids = np.array([1, 2, 3])
+    calls = {
+        "live generation": lambda: speculative_generate(away, ids, max_new_tokens=2),
+        "live generation ": lambda: target_generate(away, ids, max_new_tokens=2),
+        "record_trace": lambda: record_trace(TraceSettings(prompts=(3,)), loaded=away),
+        "measure_cost_ratio": lambda: measure_cost_ratio(away, 4),
+        "quantised_model": lambda: quantised_model(away),
+        "LMTreeModels": lambda: LMTreeModels(away, ids),
+        "teacher_forced_hidden": lambda: next(teacher_forced_hidden(away, None)),
+    }
+    for what, call in calls.items():
+        with pytest.raises(
+            stt.InvalidParameterError, match=f"{what.strip()} runs the model on the CPU"
+        ):
+            call()
+
+
+def test_multidraft_evaluation_takes_the_same_table(smol, tiny_states, tmp_cache):
+    adapter = A.train_adapter(smol, tiny_states[1], LAYER, SETTINGS)
+    table = E.held_out_table(smol, (1.0,), 4, prompts=(3, 12))
+    kw = dict(temperatures=(1.0,), ns=(1, 2), laws=("iid",), max_new_tokens=4, prompts=(3, 12))
+    direct = E.evaluate_multidraft(smol, {"a": adapter}, **kw)
+    from_table = E.evaluate_multidraft(smol, {"a": adapter}, **kw, sequences=table)
+    for n in (1, 2):
+        assert from_table.value("a", 1.0, n) == direct.value("a", 1.0, n)
+    with pytest.raises(stt.InvalidParameterError, match="no pairs for"):
+        E.evaluate_multidraft(smol, {"a": adapter}, **{**kw, "temperatures": (0.7,)},
+                              sequences=table)  # fmt: skip
+    with pytest.raises(stt.InvalidParameterError, match="table"):
+        E.evaluate_adapter(smol, adapter, (1.0,), sequences=[1, 2])
