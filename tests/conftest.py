@@ -10,7 +10,8 @@ Select a profile with the environment variable ``SPECTHEORY_HYPOTHESIS_PROFILE``
 ``thorough``
     Random, 2,000 examples, for a long local run.
 
-Example counts come from the profile only: no test pins ``max_examples``.  A
+Example counts come from the profile only: no property test pins ``max_examples``
+(the one fixed count measures what a strategy reaches, in tests/test_testing.py).  A
 property that is slow per example runs a fixed share of the profile's budget
 with ``@scaled(fraction)`` (tests/budget.py), so every profile scales it too.
 """

@@ -22,6 +22,7 @@ from spectheory.testing import (
 )
 from spectheory.verifiers import REGISTRY
 from spectheory.verifiers._ops import residual
+from tests.budget import scaled
 from tests.planted_verifiers import first_draft_sd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,6 @@ def biased_blackbox(target, draft, drafts, rng):
 
 
 @given(distribution_pairs(2, 5))
-@settings(max_examples=200, deadline=None)
 def test_pairs_are_exact_distributions_of_one_vocabulary(pair):
     p, q = pair
     assert p.shape == q.shape and 2 <= p.shape[0] <= 5
@@ -60,6 +60,8 @@ def test_pairs_are_exact_distributions_of_one_vocabulary(pair):
 def test_the_strategies_reach_the_edge_cases():
     seen = set()
 
+    # A measurement of the strategy, not a property: a fixed, derandomised sample of 300 (the
+    # one exception to "example counts come from the profile", tests/conftest.py).
     @given(distribution_pairs(3, 3))
     @settings(max_examples=300, deadline=None, database=None, derandomize=True)
     def look(pair):
@@ -84,7 +86,7 @@ def test_draft_tuples_have_positive_probability(sampling):
     law = dict(ordered_draft_law(q, 2, sampling))
 
     @given(draft_tuples(q, 2, sampling))
-    @settings(max_examples=30, deadline=None, database=None)
+    @scaled(1 / 2, database=None)
     def check(t):
         assert law[t] > 0
 
