@@ -287,7 +287,8 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
     :math:`\mathrm{softmax}(z / T)` (the argmax at ``T = 0``) with one seeded
     torch generator, until it emits an end-of-turn token or reaches
     ``max_new_tokens``.  The continuations are other draws from the same
-    target laws as the trace's, not the same tokens.
+    target laws as the trace's, not the same tokens.  Runs on the model's
+    device (a GPU's generator draws other tokens than the CPU's).
 
     Returns
     -------
@@ -315,7 +316,9 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
     for i, e in enumerate(enc):  # left padding; positions count real tokens only
         ids[i, n - e.size :] = torch.as_tensor(e)
         mask[i, n - e.size :] = 1
-    gen = torch.Generator().manual_seed(int(seed))
+    device = model_device(model)
+    ids, mask = ids.to(device), mask.to(device)
+    gen = torch.Generator(device=device).manual_seed(int(seed))
     out, done, past, inp = [[] for _ in enc], [False] * len(enc), None, ids
     with torch.no_grad():
         for _ in range(max_new_tokens):
@@ -330,14 +333,14 @@ def sampled_held_out_sequences(loaded, temperature, max_new_tokens=24, *, seed=0
                 nxt = z.argmax(-1)
             else:
                 nxt = torch.multinomial(torch.softmax(z / T, dim=-1), 1, generator=gen)[:, 0]
-            for i in range(len(enc)):
+            for i, t in enumerate(nxt.tolist()):  # one transfer per step, not per row
                 if not done[i]:
-                    out[i].append(int(nxt[i]))
-                    done[i] = int(nxt[i]) in eos
+                    out[i].append(t)
+                    done[i] = t in eos
             if all(done):
                 break
             inp = nxt[:, None]
-            mask = torch.cat([mask, torch.ones((len(enc), 1), dtype=torch.long)], dim=1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
     return [
         (np.concatenate([e, np.asarray(c[:-1], dtype=np.int64)]), e.size - 1)
         for e, c in zip(enc, out)

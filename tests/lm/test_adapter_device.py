@@ -157,6 +157,11 @@ def test_cuda_pipeline_matches_the_cpu(smol, tiny_states, tmp_cache):
         gpu_adapter.module.state_dict().items(), back.module.state_dict().items()
     ):
         assert torch.equal(v.cpu(), w), k
+    # held-out continuations sampled on the GPU: the same prompts, encoded alike
+    on_gpu = E.sampled_held_out_sequences(gpu, 1.0, 4, seed=1, prompts=(3, 12))
+    on_cpu = E.sampled_held_out_sequences(smol, 1.0, 4, seed=1, prompts=(3, 12))
+    for (g_ids, g_b), (c_ids, c_b) in zip(on_gpu, on_cpu):
+        assert g_b == c_b and np.array_equal(g_ids[: g_b + 1], c_ids[: c_b + 1])
     # the GPU samples its corpus with its own generator, under its own cache key
     sampled = build_corpus(gpu, SAMPLED)
     assert [p.stem.endswith("-cuda") for p in (tmp_cache / "corpus").glob("*.npz")] == [True]
