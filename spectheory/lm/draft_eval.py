@@ -20,7 +20,7 @@ import numpy as np
 
 from .._errors import InvalidParameterError
 from .._threads import with_torch_threads
-from .._validate import check_positive_int, check_rng, real_array
+from .._validate import check_positive_int, check_rng, integer_vector, real_array
 from ._kv import cache_kwargs, cache_of
 from ._loader import model_device
 from .adapters import Adapter
@@ -249,11 +249,30 @@ def _pair_source(sequences, temps, loaded, max_new_tokens, prompts):
 
 
 def save_held_out(table: dict, path) -> None:
-    """Write a :func:`held_out_table` as ``.npz`` (token ids, offsets, starts per temperature)."""
+    """Write a :func:`held_out_table` as ``.npz`` (token ids, offsets, starts per temperature).
+
+    Each pair is checked: ``ids`` a non-empty 1-D integer sequence and ``b`` a
+    position inside it (the table's meaning: positions ``b ..`` are scored).
+    """
+    from .acceptance import _check_temperature
+
+    if not hasattr(table, "items") or not table:
+        raise InvalidParameterError(
+            f"table must be a non-empty {{T: [(ids, b), ...]}}; got {table!r}"
+        )
     arrays = {}
     for k, (T, pairs) in enumerate(sorted(table.items())):
+        T = _check_temperature(T, "table temperature")
+        pairs = [(integer_vector(ids, f"table[{T}] ids"), b) for ids, b in pairs]
+        for ids, b in pairs:
+            if isinstance(b, bool) or not isinstance(b, int | np.integer) or not 0 <= b < ids.size:
+                raise InvalidParameterError(
+                    f"table[{T}]: start {b!r} must be a position of its {ids.size} ids"
+                )
+        if not pairs:
+            raise InvalidParameterError(f"table[{T}] holds no (ids, b) pairs")
         arrays[f"T{k}"] = np.float64(T)
-        arrays[f"ids{k}"] = np.concatenate([np.asarray(ids, dtype=np.int64) for ids, _ in pairs])
+        arrays[f"ids{k}"] = np.concatenate([ids for ids, _ in pairs])
         arrays[f"offsets{k}"] = np.cumsum([0] + [len(ids) for ids, _ in pairs]).astype(np.int64)
         arrays[f"starts{k}"] = np.asarray([b for _, b in pairs], dtype=np.int64)
     with open(path, "wb") as f:

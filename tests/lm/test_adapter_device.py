@@ -83,6 +83,17 @@ def test_held_out_table_round_trip_is_what_the_evaluation_replays(smol, tiny_sta
     np.testing.assert_array_equal(replayed.per_prompt[0], direct.per_prompt[0])
     with pytest.raises(stt.InvalidParameterError, match=r"no pairs for \[0.7\]"):
         E.evaluate_adapter(smol, adapter, (0.7,), sequences=back)
+    bad_tables = {
+        "non-empty": {},
+        "no .ids, b. pairs": {1.0: []},
+        "start 2 must be a position of its 2 ids": {1.0: [(np.array([1, 2]), 2)]},
+        "start True": {1.0: [(np.array([1, 2]), True)]},
+        "ids must be integers": {1.0: [([1.5, 2.0], 0)]},
+        "temperature": {-1.0: [(np.array([1, 2]), 0)]},
+    }
+    for message, bad in bad_tables.items():
+        with pytest.raises(stt.InvalidParameterError, match=message):
+            E.save_held_out(bad, tmp_cache / "bad.npz")
     np.savez(tmp_cache / "empty.npz", x=np.zeros(1))
     with pytest.raises(stt.InvalidParameterError, match="no held-out table"):
         E.load_held_out(tmp_cache / "empty.npz")
