@@ -316,7 +316,7 @@ def _doc_sequences(tokenizer, settings):
 
 
 #: Continuations sampled together: 64 on the CPU (the recorded corpora), more on a GPU.
-_SAMPLE_BATCH = {"cpu": 64, "cuda": 512}
+_SAMPLE_BATCH = {"cpu": 64, "cuda": 512}  # other accelerators as CUDA
 
 
 @with_torch_threads
@@ -339,7 +339,7 @@ def _sample_continuations(loaded, settings, progress):
         for r in range(settings.samples_per_prompt)
         for i, q in enumerate(training_prompts(settings.prompts))
     ]
-    batch = _SAMPLE_BATCH[device.type]
+    batch = _SAMPLE_BATCH.get(device.type, _SAMPLE_BATCH["cuda"])
     for b0 in range(0, len(jobs), batch):
         chunk = jobs[b0 : b0 + batch]
         prefixes = [_chat_prefix(tok, q) for _, _, q in chunk]
