@@ -30,7 +30,14 @@ from .adapters import (
 from .arrays import save_arrays
 from .cache import CacheEntry, cache_entries, clear_cache
 from .corpus import TRAINING_PROMPTS, Corpus, CorpusSettings, build_corpus
-from .draft_eval import AdapterEvaluation, evaluate_adapter, evaluate_quantised
+from .draft_eval import (
+    AdapterEvaluation,
+    evaluate_adapter,
+    evaluate_quantised,
+    held_out_table,
+    load_held_out,
+    save_held_out,
+)
 from .drafts import early_exit_logits, exit_head, ngram_distribution, parse_draft
 from .fingerprint import file_fingerprint, weights_fingerprint
 from .prompts import CATEGORIES, PROMPTS, load_prompts
@@ -81,9 +88,11 @@ __all__ = [
     "evaluate_quantised",
     "exit_head",
     "file_fingerprint",
+    "held_out_table",
     "list_adapters",
     "load_adapter",
     "load_arrays",
+    "load_held_out",
     "load_model",
     "load_prompts",
     "load_trace",
@@ -97,6 +106,7 @@ __all__ = [
     "record_trace",
     "save_adapter",
     "save_arrays",
+    "save_held_out",
     "shard_trace",
     "smollm2_gguf_path",
     "teacher_states",
