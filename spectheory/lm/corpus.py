@@ -400,7 +400,8 @@ def build_corpus(
     settings : CorpusSettings, optional
     cache : bool
         Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``
-        (``<key>-cuda.npz`` for a model on a GPU, whose generator draws other tokens).
+        (``<key>-cuda.npz`` for a model on a GPU, whose generator draws other tokens,
+        ``<key>-bfloat16.npz`` for another dtype than float32).
     progress : bool
         Report the sampling on stderr.
 
@@ -415,9 +416,12 @@ def build_corpus(
     if not isinstance(settings, CorpusSettings):
         raise InvalidParameterError(f"settings must be a CorpusSettings; got {settings!r}")
     dseqs, dstarts = _doc_sequences(loaded.tokenizer, settings)
+    # float32 CPU keys are those of the recorded corpora; a GPU's generator or another dtype
+    # samples other tokens from the same settings, so each gets its own key
     device = model_device(loaded.model).type
-    # CPU keys are those of the recorded corpora; a GPU samples other tokens, so its own key
+    dtype = str(getattr(loaded.model, "dtype", "float32")).removeprefix("torch.")
     suffix = "" if device == "cpu" else f"-{device}"
+    suffix += "" if dtype == "float32" else f"-{dtype}"
     path = cache_dir() / "corpus" / f"{_model_slug(loaded)}-{settings.key()}{suffix}.npz"
     sseqs = sstarts = None
     if cache and path.is_file() and settings.samples_per_prompt:

@@ -230,7 +230,9 @@ def _pair_source(sequences, temps, loaded, max_new_tokens, prompts):
     """``T -> (ids, b) pairs`` from ``sequences``: None (the trace), a table or a callable.
 
     A table (:func:`held_out_table`, :func:`load_held_out`) must hold every
-    temperature asked for; this is checked before any pass.
+    temperature asked for; this is checked before any pass.  Its pairs are
+    used as they are, so ``prompts`` (which selects among the trace's prompts)
+    is refused beside it rather than ignored.
     """
     if sequences is None:
         return lambda T: held_out_sequences(loaded, T, max_new_tokens, prompts)
@@ -239,6 +241,11 @@ def _pair_source(sequences, temps, loaded, max_new_tokens, prompts):
     if not hasattr(sequences, "keys"):
         raise InvalidParameterError(
             f"sequences must be a table {{T: [(ids, b), ...]}} or a callable; got {sequences!r}"
+        )
+    if prompts is not None:
+        raise InvalidParameterError(
+            f"prompts={prompts!r} selects prompts of the recorded trace; a sequences table "
+            "holds its own pairs (select them when building it: held_out_table(..., prompts=))"
         )
     missing = [T for T in temps if T not in sequences]
     if missing:

@@ -210,11 +210,30 @@ def test_multidraft_evaluation_takes_the_same_table(smol, tiny_states, tmp_cache
     table = E.held_out_table(smol, (1.0,), 4, prompts=(3, 12))
     kw = dict(temperatures=(1.0,), ns=(1, 2), laws=("iid",), max_new_tokens=4, prompts=(3, 12))
     direct = E.evaluate_multidraft(smol, {"a": adapter}, **kw)
-    from_table = E.evaluate_multidraft(smol, {"a": adapter}, **kw, sequences=table)
+    on_table = {k: v for k, v in kw.items() if k != "prompts"}  # the table holds its pairs
+    from_table = E.evaluate_multidraft(smol, {"a": adapter}, **on_table, sequences=table)
     for n in (1, 2):
         assert from_table.value("a", 1.0, n) == direct.value("a", 1.0, n)
     with pytest.raises(stt.InvalidParameterError, match="no pairs for"):
-        E.evaluate_multidraft(smol, {"a": adapter}, **{**kw, "temperatures": (0.7,)},
+        E.evaluate_multidraft(smol, {"a": adapter}, **{**on_table, "temperatures": (0.7,)},
                               sequences=table)  # fmt: skip
     with pytest.raises(stt.InvalidParameterError, match="table"):
         E.evaluate_adapter(smol, adapter, (1.0,), sequences=[1, 2])
+
+
+def test_a_corpus_sampled_in_another_dtype_is_not_read_from_the_float32_key(smol, tmp_cache):
+    """The cache key named the settings only: a bfloat16 model got the float32 model's tokens."""
+    build_corpus(smol, SAMPLED)
+    half = _on(smol, "cpu")
+    half.model.to(torch.bfloat16)
+    build_corpus(half, SAMPLED)
+    names = sorted(p.name for p in (tmp_cache / "corpus").glob("*.npz"))
+    assert len(names) == 2 and names[0].endswith("-bfloat16.npz"), names
+
+
+def test_a_table_refuses_a_prompt_selection_it_would_ignore(smol, tiny_states, tmp_cache):
+    adapter = A.train_adapter(smol, tiny_states[1], LAYER, SETTINGS)
+    table = {1.0: [(np.array([1, 2, 3, 4]), 1)]}
+    with pytest.raises(stt.InvalidParameterError, match=r"prompts=.*own pairs"):
+        E.evaluate_adapter(smol, adapter, (1.0,), prompts=(3,), sequences=table)
+    assert E.evaluate_adapter(smol, adapter, (1.0,), sequences=table).positions == (3,)
