@@ -21,6 +21,7 @@ from ._registry import (
     verifier,
 )
 from .coupling import khisti, optimal_lp, transport_plan
+from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq, kseq_rho
 from .pointmass import nss
@@ -34,6 +35,7 @@ __all__ = [
     "Verifier",
     "as_verifier",
     "check_instance",
+    "embedded_iid",
     "get_verifier",
     "greedy",
     "khisti",

@@ -44,6 +44,7 @@ from .._errors import InvalidParameterError
 from ..drafting import SAMPLINGS
 from . import _closed_forms as cf
 from .coupling import khisti, optimal_lp
+from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq
 from .optimal import optimal, optimal_acceptance
@@ -346,6 +347,10 @@ _ENTRIES = [
              "2511.15898, 2410.18234", ("iid", "greedy"), True, optimal_acceptance,
              ("iid", "greedy"), "O(V log V) plan per row, then O(n^2) per trial",
              uniforms=_optimal_coins),
+    _builtin("embedded_iid", embedded_iid,
+             "spectheory: optimal i.i.d. verifier on the i.i.d. sample inside the drafts",
+             None, ("without_replacement",), True, None, (),
+             "one O(V log V) i.i.d. plan per stage reached (at most n), cached per instance"),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip

@@ -44,7 +44,14 @@ from ._ops import accept_prob
 from .hub import greedy
 from .single import sd
 
-__all__ = ["SAMPLINGS", "optimal", "optimal_acceptance", "optimal_plan", "select"]
+__all__ = [
+    "SAMPLINGS",
+    "optimal",
+    "optimal_acceptance",
+    "optimal_plan",
+    "select",
+    "select_and_test",
+]
 
 #: Draft laws ``optimal`` reaches the bound for.
 SAMPLINGS = ("iid", "greedy")
@@ -136,14 +143,26 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     if n == 1:
         return sd(p, q, drafts, coins, sampling=sampling)
     pl = optimal_plan(p, q, n)
-    top = any(0 <= pl.pos[x] < pl.n_top for x in drafts)
-    k = coins.categorical(pl.w_top if top else pl.w_h)
-    x = select(pl, drafts, k, top)
+    x = select_and_test(pl, p, drafts, coins)
+    return x if x is not None else coins.categorical(pl.residual)
+
+
+def select_and_test(plan_, p, drafts, coins):
+    r"""The plan's selection and its accept test: the accepted draft, or None on a rejection.
+
+    Draws the mixture component (``coins.categorical``), selects with
+    :func:`select` and accepts with probability :math:`\min(1, p_x / y_x)`
+    (``coins.bernoulli``); the caller draws the residual ``plan_.residual``
+    after a rejection.
+    """
+    top = any(0 <= plan_.pos[x] < plan_.n_top for x in drafts)
+    k = coins.categorical(plan_.w_top if top else plan_.w_h)
+    x = select(plan_, drafts, k, top)
     # No draft of positive probability (unvalidated input): the coin still
     # turns, so every backend reads the residual draw from the same uniform.
-    if coins.bernoulli(accept_prob(p[x], pl.y[x]) if x is not None else 0 * p[0]):
+    if coins.bernoulli(accept_prob(p[x], plan_.y[x]) if x is not None else 0 * p[0]):
         return x
-    return coins.categorical(pl.residual)
+    return None
 
 
 @_rowwise()

@@ -24,6 +24,8 @@ from spectheory.verifiers.hub import greedy
 from spectheory.verifiers.optimal import optimal
 from spectheory.verifiers.single import sd
 
+from ._rows import peaked_pair
+
 
 def _fractions(w):
     w = [int(x) for x in w]
@@ -307,14 +309,7 @@ def test_check_lossless_at_full_vocabulary():
     """
     from spectheory.sim.check import check_lossless
 
-    rng = np.random.default_rng(17)
-    V = 49_152
-    logits = rng.standard_normal((1, V)) * 3.0
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    ql = logits + rng.standard_normal((1, V))
-    q = np.exp(ql - ql.max(axis=1, keepdims=True))
-    q /= q.sum(axis=1, keepdims=True)
+    p, q = peaked_pair(49_152, seed=17)
     report = check_lossless(optimal, p, q, n=4, sampling="iid", trials=3000, rng=1)
     assert not report.lossy and not report.exceeds_bound
     np.testing.assert_allclose(report.bound, bound(p, q, 4).mean(), rtol=0, atol=1e-12)
