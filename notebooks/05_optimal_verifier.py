@@ -408,3 +408,60 @@ assert tiers_gap > 1e-3 and orders_gap < 1e-12
 # than the first is not $\propto q$, and here the lower-ratio token needs the priority, which no
 # descending tier grants. The family that works on every instance is that of all priority
 # orders (Edmonds' greedy vertices), whose mixtures are out of reach at full vocabulary.
+
+# %% [markdown]
+# ## Without replacement: the i.i.d. sample inside the drafts (`embedded_iid`)
+#
+# What does hold without replacement is a reduction to the i.i.d. case, which the package ships as
+# `embedded_iid` (docs/theory.md §3.13). Drafts without replacement are the first $n$ distinct
+# values of an i.i.d. stream $Z_1, Z_2, \dots \sim q$. Given the drafts $x_1..x_n$ in draw order,
+# redraw the stream's first $n$ values from their conditional law ($Z_1 = x_1$; after $m$
+# distinct drafts of mass $s_m$, a repeat with probability $s_m$, chosen $\propto q$, else
+# $x_{m+1}$). Then $(Z_1..Z_n)$ is an i.i.d. sample of size $n$ whose values are all drafts, so
+# `optimal` runs on it with acceptance $\alpha^*_{\rm iid}(n)$; on a rejection the residual is the
+# new target and the unreached drafts are drawn without replacement from $q$ off the tokens seen,
+# the same problem again. The lemma, checked exactly (every ordered draw, every coin):
+
+# %%
+from spectheory.verifiers.embedded import embedded_iid, stream_prefix  # noqa: E402
+from spectheory.coins import enumerate_outcomes  # noqa: E402
+
+q = fractions_of([4, 1, 2, 3])
+n = 3
+z_law = {}
+for drafts, prob in ordered_draft_law(q, n, "without_replacement"):
+    for z, w in enumerate_outcomes(lambda c, d=drafts: tuple(stream_prefix(q, d, c)[0])).items():
+        z_law[z] = z_law.get(z, 0) + prob * w
+assert all(
+    z_law.get(z, 0) == q[z[0]] * q[z[1]] * q[z[2]] for z in itertools.product(range(4), repeat=3)
+)
+print("stream prefix law = q x q x q exactly, on all", 4**3, "triples")
+
+# %% [markdown]
+# So its acceptance lies between $\alpha^*_{\rm iid}(n)$ and $\alpha^*_{\rm wor}(n)$, exactly, and
+# it is lossless. It does not reach $\alpha^*_{\rm wor}$ in general; exact values on instance A
+# (docs/theory.md §8.1) and on the two instances above where the tier families fail:
+
+# %%
+rows_ = [
+    ("instance A", fractions_of([3, 4, 3]), fractions_of([6, 3, 1]), 2),
+    ("part (a)", fractions_of([10, 5, 21, 14]), fractions_of([10, 25, 21, 9]), 3),
+    ("part (b)", fractions_of([9, 1, 2]), fractions_of([7, 4, 9]), 2),
+]
+from spectheory.verifiers.rrs import rrs_wor  # noqa: E402
+
+for name, p, q, n in rows_:
+    lo = solve_bound(p, q, n, "iid", method="enumerate").exact_value
+    hi = solve_bound(p, q, n, "without_replacement", method="enumerate").exact_value
+    law, acc = exact_row(embedded_iid, p, q, n, "without_replacement")
+    _, rrs_acc = exact_row(rrs_wor, p, q, n, "without_replacement")
+    assert list(law) == list(p) and lo <= acc <= hi
+    print(f"{name}: alpha*_iid {float(lo):.4f}  rrs_wor {float(rrs_acc):.4f}  "
+          f"embedded_iid {float(acc):.4f}  alpha*_wor {float(hi):.4f}")
+
+# %% [markdown]
+# On the recorded trace (SmolLM2-135M-Instruct against its trained adapter and its exit 15,
+# `benchmarks/bench_embedded.py`) it sits between RRS without replacement and the bound: it
+# closes part of the gap, not all of it. The verifier that reaches $\alpha^*_{\rm wor}$ at full
+# vocabulary remains open here: it needs a rule family whose mixtures span the bases of the
+# coverage polymatroid without replacement and whose marginals can be computed at full vocabulary.
