@@ -423,8 +423,8 @@ assert tiers_gap > 1e-3 and orders_gap < 1e-12
 # the same problem again. The lemma, checked exactly (every ordered draw, every coin):
 
 # %%
-from spectheory.verifiers.embedded import embedded_iid, stream_prefix  # noqa: E402
 from spectheory.coins import enumerate_outcomes  # noqa: E402
+from spectheory.verifiers.embedded import embedded_iid, stream_prefix  # noqa: E402
 
 q = fractions_of([4, 1, 2, 3])
 n = 3
