@@ -43,7 +43,8 @@ def _acceptance(tr, draft, rows, trials, ns, temperatures):
             rrs = simulate("rrs_wor", p, q, n, "without_replacement", trials=20 * trials, rng=1)
             emb = simulate(embedded_iid, p, q, n, "without_replacement", trials=trials, rng=2)
             a, r = emb.mean_acceptance, rrs.mean_acceptance
-            se = float(np.std(emb.acceptance) / np.sqrt(len(rows)))  # across positions
+            # Monte Carlo standard error of the mean over positions (positions fixed)
+            se = float(np.sqrt(np.sum(emb.acceptance * (1 - emb.acceptance)) / trials) / len(rows))
             closed = (a - r) / (hi - r) if hi > r else float("nan")
             print(f"{draft:>11} T={T:<3} n={n}  alpha*_iid {lo:.4f}  alpha*_wor {hi:.4f}  "
                   f"rrs_wor {r:.4f}  embedded_iid {a:.4f} (se {se:.4f})  "
