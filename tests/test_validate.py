@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -194,3 +195,57 @@ def test_issue22_sample_drafts_seed(rng):
 def test_issue22_sample_drafts_seed_reproducible():
     a = sample_drafts([0.2, 0.3, 0.5], 3, rng=np.uint8(7))
     assert a.tolist() == sample_drafts([0.2, 0.3, 0.5], 3, rng=7).tolist()
+
+
+def _rows_near_one(V, seed):
+    """Rows normalised in float64 (sums 1 up to rounding), from flat to very peaked."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for scale in (0.1, 1.0, 5.0, 30.0):
+        z = rng.normal(size=V) * scale
+        r = np.exp(z - z.max())
+        rows.append(r / r.sum())
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("V", [3, 1000, 49_152, 151_936])
+def test_sum_rounding_bound_holds(V):
+    # The computed row sum errs from the exact sum (math.fsum) by at most the bound
+    # times the sum: so an exactly normalised row always passes as normalised.
+    from spectheory._validate import sum_rounding_bound
+    from spectheory._validate_kernels import row_stats
+
+    rows = _rows_near_one(V, V)
+    _, sums = row_stats(rows)
+    for r, s in zip(rows, sums):
+        exact = math.fsum(r)
+        assert abs(s - exact) <= sum_rounding_bound(V) * exact
+
+
+def test_rows_summing_to_one_within_rounding_are_kept_as_given():
+    from spectheory._validate import as_distribution, sum_rounding_bound
+    from spectheory._validate_kernels import row_stats
+
+    rows = _rows_near_one(49_152, 0)
+    kept, _ = as_distribution(rows, "target")
+    assert np.array_equal(kept, rows) and not np.shares_memory(kept, rows)
+    view, _ = as_distribution(rows, "target", copy=False)
+    assert np.shares_memory(view, rows)
+    # Off 1 by more than the rounding bound (but within the tolerance): renormalised.
+    off = rows * (1 + 50 * sum_rounding_bound(49_152))
+    fixed, _ = as_distribution(off, "target", copy=False)
+    _, sums = row_stats(off)
+    assert not np.shares_memory(fixed, off)
+    assert np.array_equal(fixed, off / sums[:, None])
+
+
+@pytest.mark.parametrize("sampling", ["iid", "without_replacement", "greedy"])
+def test_bound_reads_read_only_rows_in_place(sampling):
+    # ``bound`` takes the caller's rows without a copy: it must never write to them
+    # (numba refuses to compile a write into a read-only array).
+    rows = _rows_near_one(2_000, 1)
+    p, q = rows[:2].copy(), rows[2:].copy()
+    expected = stt.bound(p, q, 3, sampling)
+    p.setflags(write=False)
+    q.setflags(write=False)
+    assert np.array_equal(stt.bound(p, q, 3, sampling), expected)

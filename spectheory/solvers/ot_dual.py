@@ -295,8 +295,10 @@ def solve_bound(target, draft, n=1, sampling="iid", method="dual", *, atol=None)
         raise InstanceTooLargeError(f"n must be at most 1e300 (MAX_DRAFTS); got n={n:.3e}")
     check_choice(sampling, "sampling", SAMPLINGS)
     check_choice(method, "method", METHODS)
+    # The dual paths only read the rows: no defensive copy of the caller's batch.
     p, q, batched = as_distribution_pair(
-        target, draft, atol=atol, allow_exact=method in ("maxflow", "enumerate")
+        target, draft, atol=atol, allow_exact=method in ("maxflow", "enumerate"),
+        copy=method != "dual",
     )
     check_draft_support(q, n, sampling, batched)
     exact = None
