@@ -83,7 +83,7 @@ def sum_rounding_bound(V: int) -> float:
     Examples
     --------
     >>> f"{sum_rounding_bound(49_152):.2e}"
-    '1.36e-12'
+    '1.37e-12'
     """
     return (V / 4 + 8) * 2.0**-53
 
