@@ -209,3 +209,53 @@ def test_a_deterministic_function_runs_its_first_leaf_twice_and_no_other():
     law = enumerate_outcomes(fn)
     assert len(runs) == 6 + 1  # 3 x 2 leaves, the first one twice
     assert abs(sum(law.values()) - 1) < 1e-15
+
+
+def _loop_inverse_cdf(u, probs):
+    """The scalar loop (what a list takes): the oracle of the vectorised search."""
+    from spectheory.coins import _inverse_cdf
+
+    return _inverse_cdf(u, probs.tolist())
+
+
+def _rows_for_inverse_cdf(seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for V in (64, 65, 1000, 49_152):
+        r = rng.random(V) ** 8  # spread over many octaves
+        r[rng.random(V) < 0.3] = 0.0  # zero entries between positive ones
+        r[:3] = 0.0  # leading zeros
+        r[rng.integers(0, V, 5)] = 5e-324  # subnormals
+        rows.append(r / r.sum())
+    head = np.zeros(100)
+    head[0] = 1.0  # all mass first, zeros after
+    tail = np.zeros(100)
+    tail[-1] = 1.0
+    return [*rows, head, tail]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_vectorised_inverse_cdf_equals_the_loop(seed):
+    from spectheory.coins import _VECTORISE_FROM, _inverse_cdf
+
+    rng = np.random.default_rng(seed)
+    for probs in _rows_for_inverse_cdf(seed):
+        assert probs.size >= _VECTORISE_FROM
+        cum = np.cumsum(probs)
+        # u on every kind of boundary: each partial sum, just below it, random, beyond the total
+        us = [0.0, *rng.random(200), *rng.choice(cum, 200), 1 - 2**-53]
+        us += [float(np.nextafter(c, 0.0)) for c in rng.choice(cum, 200)]
+        us = [u for u in us if 0.0 <= u < 1.0]
+        for u in us:
+            assert _inverse_cdf(u, probs) == _loop_inverse_cdf(u, probs), (u, probs.size)
+
+
+def test_vectorised_inverse_cdf_never_returns_a_zero_entry_and_handles_overshoot():
+    from spectheory.coins import _inverse_cdf
+
+    probs = np.zeros(200)
+    probs[[10, 50, 120]] = [0.25, 0.5, 0.25 - 1e-12]  # sums to 1 - 1e-12: u can overshoot
+    assert _inverse_cdf(0.0, probs) == 10
+    assert _inverse_cdf(0.25, probs) == 50
+    assert _inverse_cdf(1 - 1e-13, probs) == 120  # beyond the total: the last positive entry
+    assert ReplayCoins([1 - 1e-13]).categorical(probs) == 120

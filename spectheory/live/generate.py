@@ -283,29 +283,6 @@ def _resolve_verifier(verifier, mode, n, sampling):
     return v.name, v.function, v.n_values, sampling
 
 
-class _FastCoins(RandomCoins):
-    """:class:`~spectheory.coins.RandomCoins` with a vectorised inverse CDF.
-
-    Same uniforms and same rule as the reference (smallest ``i`` with
-    ``probs[i] > 0`` and ``u < cumsum(probs)[i]``, else the last positive
-    token), in ``O(V)`` numpy instead of a Python loop over the vocabulary.
-    """
-
-    def categorical(self, probs) -> int:
-        arr = np.asarray(probs)
-        if arr.dtype == object:
-            return super().categorical(probs)
-        from ..coins import _check_probs
-
-        arr = _check_probs(arr)
-        u = self.rng.random()
-        c = np.cumsum(arr)
-        i = int(np.searchsorted(c, u, side="right"))
-        if i < arr.size:
-            return i
-        return int(np.flatnonzero(arr > 0)[-1])
-
-
 def _crop(cache, length):
     """Keep the first ``length`` positions of a key-value cache."""
     extra = cache.get_seq_length() - length
@@ -335,7 +312,7 @@ class _Run:
         self.draft = draft
         self.s = settings
         self.rng = rng
-        self.coins = _FastCoins(rng)
+        self.coins = RandomCoins(rng)
         self.record = record
         self.record_dtype = np.dtype(record_dtype)
         self.eos = eos

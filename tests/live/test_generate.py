@@ -26,7 +26,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from spectheory._errors import InvalidParameterError, ShapeMismatchError  # noqa: E402
-from spectheory.coins import RandomCoins  # noqa: E402
 from spectheory.distributions import process_logits  # noqa: E402
 from spectheory.live import (  # noqa: E402
     EarlyExitDraft,
@@ -36,7 +35,6 @@ from spectheory.live import (  # noqa: E402
     speculative_generate,
     target_generate,
 )
-from spectheory.live.generate import _FastCoins  # noqa: E402
 from spectheory.lm import PROMPTS, early_exit_logits  # noqa: E402
 
 ALPHA = 1e-6
@@ -244,18 +242,6 @@ def test_bad_loaded_and_draft_objects(smol):
 
 
 # --------------------------------------------------------------------------- helpers (no model)
-
-
-def test_fast_coins_match_reference_coins():
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        p = rng.dirichlet(np.full(12, 0.3))
-        p[rng.random(12) < 0.4] = 0.0
-        if p.sum() == 0:
-            continue
-        p /= p.sum()
-        seed = int(rng.integers(2**32))
-        assert _FastCoins(seed).categorical(p) == RandomCoins(seed).categorical(p)
 
 
 def _fake_run(p_rows, tokens, bound=None, hit=None, q_rows=None):
