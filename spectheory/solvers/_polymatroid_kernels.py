@@ -185,8 +185,18 @@ def _ties_by_id(asc, r_sorted):
         b = a + 1
         while b < m and r_sorted[b] == r_sorted[a]:
             b += 1
-        if b - a > 1:
+        if b - a > 32:
             asc[a:b] = np.sort(asc[a:b])
+        elif b - a > 1:
+            # Short runs (thousands of them in a row of half-precision logits, whose
+            # ratios repeat): insertion sort, without the call and copy of a sort.
+            for i in range(a + 1, b):
+                x = asc[i]
+                j = i - 1
+                while j >= a and asc[j] > x:
+                    asc[j + 1] = asc[j]
+                    j -= 1
+                asc[j + 1] = x
         a = b
 
 
@@ -257,11 +267,17 @@ def row_tables(p, q, n):
     float results are the same wherever the plan is computed.
     """
     sup = np.flatnonzero(q > 0)
-    r = p[sup] / q[sup]
+    # Tokens of ratio 0 (p = 0) come first, in id order as the tie rule wants: split
+    # off, they skip the sort and the tie pass.  A residual target (the later stages of
+    # ``embedded_iid``) has tens of thousands of them, and sorting that one run of ties
+    # by id cost more than the argsort.
+    zero = p[sup] == 0
+    rest = sup[~zero]
+    r = p[rest] / q[rest]
     idx = np.argsort(r)
-    asc = sup[idx]
+    asc = rest[idx]
     _ties_by_id(asc, r[idx])
-    return _tables_of_order(p, q, asc, n)
+    return _tables_of_order(p, q, np.concatenate((sup[zero], asc)), n)
 
 
 @njit(cache=True)

@@ -225,13 +225,12 @@ def test_plan_when_draft_mass_of_T_is_below_rounding(n):
 
 def _numpy_tables(p, q, n):
     """Oracle of row_tables' compiled part: the numpy expressions it replaced."""
-    from spectheory.solvers._polymatroid_kernels import _densities, _prefix_argmin, _ties_by_id
+    from spectheory.solvers._polymatroid_kernels import _densities, _prefix_argmin
 
+    # Ties by id through numpy's stable sort (ids ascend in ``sup``): independent of the
+    # kernel's zero split and tie pass.
     sup = np.flatnonzero(q > 0)
-    r = p[sup] / q[sup]
-    idx = np.argsort(r)
-    asc = sup[idx]
-    _ties_by_id(asc, r[idx])
+    asc = sup[np.argsort(p[sup] / q[sup], kind="stable")]
     kbest = _prefix_argmin(p[asc], q[asc], n)
     order = np.concatenate([asc[kbest:][::-1], asc[:kbest][::-1]])
     nT = order.shape[0] - kbest
@@ -253,7 +252,7 @@ def test_row_tables_equal_the_numpy_expressions_bit_for_bit(V):
     from spectheory.solvers._polymatroid_kernels import row_tables
 
     rng = np.random.default_rng(V)
-    for kind in ("softmax", "zeros", "ties"):
+    for kind in ("softmax", "zeros", "ties", "residual", "half"):
         z = rng.standard_normal(V) * 3
         p = np.exp(z) / np.exp(z).sum()
         q = np.exp(z + rng.standard_normal(V))
@@ -261,9 +260,16 @@ def test_row_tables_equal_the_numpy_expressions_bit_for_bit(V):
         if kind == "zeros":  # q = 0 and p = 0 on random tokens
             q[rng.random(V) < 0.3] = 0.0
             p[rng.random(V) < 0.3] = 0.0
-        if kind == "ties":  # many equal ratios
+        if kind == "residual":  # a residual target: p = 0 on most tokens (one run of ties)
+            p[rng.random(V) < 0.9] = 0.0
+            p[0] = max(p[0], 1e-3)
+        if kind == "ties":  # many equal ratios, in runs short and long
             p = np.round(p * 50) + 1.0
             q = np.round(q * 50) + 1.0
+        if kind == "half":  # ratios of half-precision logits repeat in thousands of short runs
+            zq = z + rng.standard_normal(V)
+            p = np.exp(z.astype(np.float16).astype(np.float64))
+            q = np.exp(np.round(zq * 4) / 4)
         p, q = p / p.sum(), q / q.sum()
         for n in (2, 4, 8):
             for a, b in zip(row_tables(p, q, n), _numpy_tables(p, q, n), strict=True):
@@ -313,3 +319,22 @@ def test_check_lossless_at_full_vocabulary():
     report = check_lossless(optimal, p, q, n=4, sampling="iid", trials=3000, rng=1)
     assert not report.lossy and not report.exceeds_bound
     np.testing.assert_allclose(report.bound, bound(p, q, 4).mean(), rtol=0, atol=1e-12)
+
+
+def test_plan_cache_confirms_a_fingerprint_hit_by_the_rows_themselves(monkeypatch):
+    """Two rows with the same digest (forced here) must still get their own plans."""
+    from spectheory.verifiers import optimal as opt
+
+    monkeypatch.setattr(opt, "_fingerprint", lambda x: (0, 0))
+    monkeypatch.setattr(opt, "_FLOAT_PLANS", opt.OrderedDict())
+    p1, q1 = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    p2, q2 = np.array([0.5, 0.25, 0.25]), np.array([0.2, 0.3, 0.5])
+    a1 = opt.optimal_plan(p1, q1, 2)
+    a2 = opt.optimal_plan(p2, q2, 2)
+    assert a1 is not a2
+    assert a1.alpha == pytest.approx(bound(p1, q1, 2), abs=1e-12)
+    assert a2.alpha == pytest.approx(bound(p2, q2, 2), abs=1e-12)
+    assert opt.optimal_plan(p1.copy(), q1.copy(), 2) is a1  # a hit, confirmed
+    # A row written to after it was planned does not change the cached plan's row.
+    p1[0], p1[1] = 0.35, 0.35
+    assert opt.optimal_plan(p1, q1, 2) is not a1
