@@ -30,7 +30,7 @@ from spectheory.distributions import process_logits
 from spectheory.lm import load_trace
 from spectheory.report._core import informative_rows
 from spectheory.verifiers.embedded import embedded_iid
-from spectheory.verifiers.optimal import _cached
+from spectheory.verifiers.optimal import clear_plan_cache
 
 
 def _acceptance(tr, draft, rows, trials, ns, temperatures):
@@ -66,7 +66,7 @@ def _cost(tr, draft, rows, ns, repeats):
                 t0 = time.perf_counter()
                 np.argsort(p[b] / q[b])
                 t1 = time.perf_counter()
-                _cached.cache_clear()
+                clear_plan_cache()
                 embedded_iid(p[b], q[b], tuple(d), RandomCoins(rep))
                 t2 = time.perf_counter()
                 best_sort, best_call = min(best_sort, t1 - t0), min(best_call, t2 - t1)

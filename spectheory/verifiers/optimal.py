@@ -47,6 +47,7 @@ from .single import sd
 
 __all__ = [
     "SAMPLINGS",
+    "clear_plan_cache",
     "optimal",
     "optimal_acceptance",
     "optimal_plan",
@@ -72,6 +73,12 @@ def _fingerprint(x):
     """Two word-sized digests of a float64 row's bits (a hint: hits are verified)."""
     w = x.view(np.uint64)
     return int(np.bitwise_xor.reduce(w)), int(w.sum(dtype=np.uint64))
+
+
+def clear_plan_cache():
+    """Forget every cached plan (to time a plan's computation, as in decoding)."""
+    _cached_exact.cache_clear()
+    _FLOAT_PLANS.clear()
 
 
 def optimal_plan(p, q, n):
