@@ -14,7 +14,8 @@ trial, plans not cached, as in decoding) as a ratio to one ``np.argsort`` of the
 measured interleaved in the same run.
 
 Run: ``python benchmarks/bench_embedded.py TRACE.safetensors`` (a trace from
-``spectheory trace record``; ``--quick``: fewer rows and trials).
+``spectheory trace record``; ``--quick``: fewer rows and trials; ``--cost``: only the
+cost, per trial of ``simulate`` with its plans cached as in a replay, and per call).
 """
 
 from __future__ import annotations
@@ -76,16 +77,37 @@ def _cost(tr, draft, rows, ns, repeats):
               f"V = {p.shape[1]:,}", flush=True)  # fmt: skip
 
 
+def _trial_cost(tr, draft, rows, ns, trials):
+    """Milliseconds per trial of ``simulate`` (coins reference, plans cached per row and
+    stage as in a replay), at T = 1."""
+    p = process_logits(tr.target_logits[rows].astype(np.float64), 1.0)
+    q = process_logits(tr.draft_logits(draft)[rows].astype(np.float64), 1.0)
+    for n in ns:
+        simulate(embedded_iid, p[:1], q[:1], n, "without_replacement", trials=2, seed=1)
+        t0 = time.perf_counter()
+        r = simulate(embedded_iid, p, q, n, "without_replacement", trials=trials, seed=0)
+        ms = (time.perf_counter() - t0) / (len(rows) * trials) * 1e3
+        print(f"simulate {draft} n={n}: {ms:.2f} ms a trial ({len(rows)} positions x {trials} "
+              f"trials, acceptance {r.mean_acceptance:.4f}), V = {p.shape[1]:,}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--drafts", nargs="*", default=None)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cost", action="store_true",
+                    help="only the cost per trial (simulate) and per position (one call)")
     args = ap.parse_args(argv)
     tr = load_trace(args.trace)
     n_rows, trials = (24, 200) if args.quick else (64, 500)
     rows = np.linspace(0, tr.num_positions - 1, n_rows).astype(int)
     drafts = args.drafts or [d for d in tr.drafts if d.startswith(("exit", "adapter"))]
+    if args.cost:
+        for draft in drafts:
+            _trial_cost(tr, draft, rows[:8], (2, 4, 8), 100)
+        _cost(tr, drafts[-1], rows[:8], (2, 4, 8), 3)
+        return
     for draft in drafts:
         _acceptance(tr, draft, rows, trials, (2, 4, 8), (0.7, 1.0))
     draft = drafts[-1]
