@@ -34,6 +34,7 @@ from ._core import (
 )
 from ._html import Page
 from ._papers import section_papers
+from ._wor import section_without_replacement
 
 __all__ = [
     "REPORT_DRAFTS",
@@ -49,6 +50,7 @@ __all__ = [
 SECTIONS = {
     "setup": section_setup,
     "verifiers": section_bounds_and_verifiers,
+    "without_replacement": section_without_replacement,
     "lossless": section_lossless,
     "papers": section_papers,
 }

@@ -1,0 +1,99 @@
+"""The report's without-replacement section: embedded_iid beside rrs_wor on the same drafts.
+
+A synthetic trace with a 6-token vocabulary (random logits, no model), so that
+every oracle is exact: the bounds come from the OT dual and are checked against
+the LP, and each verifier's Monte Carlo acceptance is tested against its exact
+acceptance (:func:`spectheory.acceptance`, enumeration over draws and coins) with
+a z-test at false-alarm rate 1e-6 per configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+from scipy import stats
+
+from spectheory import acceptance, process_logits, solve_bound
+from spectheory.report._core import ReportContext
+from spectheory.report._html import Page
+from spectheory.report._wor import pooled, section_without_replacement, wor_comparison
+from tests.sim.test_replay import synthetic_trace
+
+Z = stats.norm.isf(0.5e-6)
+
+
+def test_section_table_against_exact_acceptances(tmp_path):
+    trace = synthetic_trace(positions=8, vocab=6, seed=5)
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False, trace=trace)
+    page = Page("t")
+    section_without_replacement(ctx, page)
+    with open(tmp_path / "without_replacement.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert {(r["T"], r["n"]) for r in table} == {
+        (t, n) for t in ("0.7", "1.0") for n in ("2", "4")
+    }
+    positions = np.unique(np.linspace(0, 7, 8).astype(int))
+    for r in table:
+        T, n = float(r["T"]), int(r["n"])
+        p = process_logits(trace.target_logits[positions].astype(np.float64), T)
+        q = process_logits(trace.draft_logits("exit:1", positions), T)
+        wor = solve_bound(p, q, n, "without_replacement", method="lp").value.mean()
+        iid = solve_bound(p, q, n, "iid", method="lp").value.mean()
+        np.testing.assert_allclose(float(r["alpha*_wor"]), wor, atol=1e-9)
+        np.testing.assert_allclose(float(r["alpha*_iid"]), iid, atol=1e-9)
+        trials = 100 * len(positions)
+        if n == 2:  # exact acceptances by enumeration (n = 4 takes minutes)
+            for v in ("rrs_wor", "embedded_iid"):
+                exact = np.mean([float(acceptance(v, p[b], q[b], n, "without_replacement"))
+                                 for b in range(len(positions))])  # fmt: skip
+                se = np.sqrt(exact * (1 - exact) / trials)
+                assert abs(float(r[v]) - exact) <= Z * se + 1e-12, (v, T, n)
+        else:  # embedded_iid between the bounds, up to its Monte Carlo error
+            se = 0.5 / np.sqrt(trials)
+            assert iid - Z * se <= float(r["embedded_iid"]) <= wor + Z * se
+        assert float(r["difference"]) == float(r["embedded_iid"]) - float(r["rrs_wor"])
+    summary = ctx.summary["without_replacement"]
+    assert summary["positions"] == 8 and summary["trials"] == 100
+    (pool,) = summary["pooled"]
+    assert pool["configurations"] == 4
+    np.testing.assert_allclose(pool["difference"],
+                               np.mean([float(r["difference"]) for r in table]), atol=1e-12)
+    html = page.write(tmp_path / "r.html").read_text()
+    assert "Without replacement: the gap to the bound" in html
+
+
+def test_both_verifiers_see_the_same_drafts(monkeypatch):
+    """The comparison is paired: both simulate calls get the same draft uniforms."""
+    import importlib
+
+    sim_mod = importlib.import_module("spectheory.sim.simulate")
+    seen = []
+    real = sim_mod.simulate
+
+    def spy(v, *args, **kwargs):
+        seen.append((v, kwargs["draft_uniforms"]))
+        return real(v, *args, **kwargs)
+
+    monkeypatch.setattr(sim_mod, "simulate", spy)
+    trace = synthetic_trace(positions=4, vocab=6, seed=1)
+    row = wor_comparison(trace, "exit:1", 1.0, 2, [0, 1, 2, 3], 20)
+    assert [v for v, _ in seen] == ["rrs_wor", "embedded_iid"]
+    assert seen[0][1] is seen[1][1]
+    assert row["positions"] == 4
+
+
+def test_pooled_weights_configurations_equally():
+    rows = [
+        {"draft": "d", "difference": 0.02, "_diff_var": 1e-4, "alpha*_wor": 0.5,
+         "rrs_wor": 0.46, "embedded_iid": 0.48},
+        {"draft": "d", "difference": 0.0, "_diff_var": 1e-4, "alpha*_wor": 0.3,
+         "rrs_wor": 0.28, "embedded_iid": 0.28},
+    ]  # fmt: skip
+    (p,) = pooled(rows)
+    assert p["difference"] == 0.01 and p["configurations"] == 2
+    np.testing.assert_allclose(p["gap alpha*_wor - rrs_wor"], 0.03)
+    np.testing.assert_allclose(p["gap closed"], 1 / 3)
+    np.testing.assert_allclose(p["gap left"], 0.02)
+    half = 1.96 * np.sqrt(2e-4) / 2
+    assert p["difference 95%"] == f"[{0.01 - half:+.4f}, {0.01 + half:+.4f}]"
