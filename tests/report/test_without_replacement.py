@@ -97,3 +97,7 @@ def test_pooled_weights_configurations_equally():
     np.testing.assert_allclose(p["gap left"], 0.02)
     half = 1.96 * np.sqrt(2e-4) / 2
     assert p["difference 95%"] == f"[{0.01 - half:+.4f}, {0.01 + half:+.4f}]"
+    # A gap within twice the difference's half-width gets no share: it would be noise.
+    rows[0]["alpha*_wor"], rows[1]["alpha*_wor"] = 0.47, 0.29
+    (p,) = pooled(rows)
+    assert p["gap alpha*_wor - rrs_wor"] < 2 * half and p["gap closed"] != p["gap closed"]
