@@ -33,6 +33,7 @@ arXiv:2502.18779.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from functools import lru_cache
 
@@ -67,6 +68,7 @@ def _cached_exact(p_key, q_key, n):
 #: Float plans by fingerprint: ``{(fp(p), fp(q), n): [(p, q, plan), ...]}``, most recent last.
 _FLOAT_PLANS: OrderedDict = OrderedDict()
 _FLOAT_PLANS_MAX = 64
+_FLOAT_PLANS_LOCK = threading.Lock()
 
 
 def _fingerprint(x):
@@ -78,7 +80,8 @@ def _fingerprint(x):
 def clear_plan_cache():
     """Forget every cached plan (to time a plan's computation, as in decoding)."""
     _cached_exact.cache_clear()
-    _FLOAT_PLANS.clear()
+    with _FLOAT_PLANS_LOCK:
+        _FLOAT_PLANS.clear()
 
 
 def optimal_plan(p, q, n):
@@ -95,18 +98,18 @@ def optimal_plan(p, q, n):
     p64 = np.ascontiguousarray(p, dtype=np.float64)
     q64 = np.ascontiguousarray(q, dtype=np.float64)
     key = (*_fingerprint(p64), *_fingerprint(q64), int(n))
-    entries = _FLOAT_PLANS.get(key, [])
-    for pe, qe, pl in entries:
-        if np.array_equal(pe, p64) and np.array_equal(qe, q64):
-            _FLOAT_PLANS.move_to_end(key)
-            return pl
+    with _FLOAT_PLANS_LOCK:  # threads of a sweep's worker share the cache
+        for pe, qe, pl in _FLOAT_PLANS.get(key, []):
+            if np.array_equal(pe, p64) and np.array_equal(qe, q64):
+                _FLOAT_PLANS.move_to_end(key)
+                return pl
     pc, qc = p64.copy(), q64.copy()  # the caller may write to its rows later
     pl = plan(pc, qc, int(n))
-    entries.append((pc, qc, pl))
-    _FLOAT_PLANS[key] = entries
-    _FLOAT_PLANS.move_to_end(key)
-    while len(_FLOAT_PLANS) > _FLOAT_PLANS_MAX:
-        _FLOAT_PLANS.popitem(last=False)
+    with _FLOAT_PLANS_LOCK:
+        _FLOAT_PLANS.setdefault(key, []).append((pc, qc, pl))
+        _FLOAT_PLANS.move_to_end(key)
+        while len(_FLOAT_PLANS) > _FLOAT_PLANS_MAX:
+            _FLOAT_PLANS.popitem(last=False)
     return pl
 
 

@@ -338,3 +338,18 @@ def test_plan_cache_confirms_a_fingerprint_hit_by_the_rows_themselves(monkeypatc
     # A row written to after it was planned does not change the cached plan's row.
     p1[0], p1[1] = 0.35, 0.35
     assert opt.optimal_plan(p1, q1, 2) is not a1
+
+
+def test_plan_cache_under_threads():
+    """Threads sharing the cache (a sweep's worker) each get their row's plan, no error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from spectheory.verifiers import optimal as opt
+
+    rng = np.random.default_rng(7)
+    rows = [(rng.dirichlet(np.ones(50)), rng.dirichlet(np.ones(50))) for _ in range(80)]
+    expected = [bound(p, q, 3) for p, q in rows]
+    opt.clear_plan_cache()  # 80 rows through a 64-entry cache: evictions under contention
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda r: opt.optimal_plan(r[0], r[1], 3).alpha, rows * 3))
+    np.testing.assert_allclose(got, expected * 3, rtol=0, atol=1e-12)
