@@ -36,8 +36,14 @@ is :math:`\alpha^*` to LP precision (about 1e-15).
     optimal for the decomposition (its optimum equals :math:`\alpha^*`, Thomas
     & Pal [4]_), for any draft law and any ``n``.
 
-Both are reference verifiers for small vocabularies: the LP has one variable
-per (draft set, member) pair and refuses more than :data:`MAX_PAIRS`.
+Both run at any vocabulary when the draft's *support* is small: the draft
+sets lie in the support of ``q``, the LP has one variable per (draft set,
+member) pair and refuses more than :data:`MAX_PAIRS` (before enumerating the
+sets), and the plan is kept per draft set, not as a (sets x V) matrix.  Drafts
+without replacement from an n-gram or top-k draft of a few dozen tokens are
+such a case: there ``khisti`` and ``optimal_lp`` reach the bound
+:math:`\alpha^*_{\rm wor}` at a full vocabulary, which no sampler of this
+package does for a draft of full support (docs/theory.md §3.12).
 
 References
 ----------
@@ -54,8 +60,9 @@ References
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from fractions import Fraction
-from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import linprog
@@ -64,11 +71,35 @@ from scipy.sparse import coo_matrix
 from .._errors import InstanceTooLargeError, SolverError
 from ..drafting import set_law_row
 from ._ops import accept_prob, normalise_or, positive_part, residual
+from ._plan_cache import RowCache
 
-__all__ = ["MAX_PAIRS", "khisti", "optimal_lp", "transport_plan"]
+__all__ = ["MAX_PAIRS", "khisti", "optimal_lp", "pair_count", "transport_plan"]
 
 #: Largest number of (draft set, member) pairs the LP accepts.
 MAX_PAIRS = 50_000
+
+
+def pair_count(support, n, sampling):
+    """The number of (draft set, member) pairs of the transport LP, from the support's size.
+
+    i.i.d.: every set of 1..n distinct support tokens; without replacement:
+    every set of exactly n; greedy: the top-(n - 1) plus one more token.
+    """
+    if sampling == "iid":
+        return sum(j * math.comb(support, j) for j in range(1, n + 1))
+    if sampling == "without_replacement":
+        return n * math.comb(support, n)
+    return n * max(support - n + 1, 0)
+
+
+def _check_size(q, n, sampling):
+    support = int(np.count_nonzero(q != 0))
+    pairs = pair_count(support, n, sampling)
+    if pairs > MAX_PAIRS:
+        raise InstanceTooLargeError(
+            f"the transport LP would have {pairs} (draft set, token) pairs for n={n}, "
+            f"sampling={sampling!r} and a draft support of {support} tokens; limit {MAX_PAIRS}"
+        )
 
 
 def _solve(p, law, classes):
@@ -98,48 +129,113 @@ def _solve(p, law, classes):
     return pairs, res.x
 
 
-@lru_cache(maxsize=256)
-def _plan_cached(p_key, q_key, n, sampling, exact):
-    # ``exact`` is part of the key: Fraction(1, 2) and 0.5 hash and compare equal.
-    dtype = object if exact else np.float64
-    p = np.array(p_key, dtype=dtype)
-    q = np.array(q_key, dtype=dtype)
-    law = set_law_row(q, n, sampling)
-    classes = list(law)
-    pairs, x = _solve(p, law, classes)
-    z = 0 * p[0]
-    m = np.full((len(classes), p.shape[0]), z, dtype=dtype)
-    for (ci, y), v in zip(pairs, x):
-        # Exact input: the vertex has small denominators; recover it from the float.
-        m[ci, y] = max(Fraction(float(v)).limit_denominator(10**12) if exact else float(v), z)
-    for ci, c in enumerate(classes):  # make rows, then columns, exactly feasible
-        s = m[ci].sum()
-        if s > law[c]:
-            m[ci] = m[ci] * (law[c] / s)
-    col = m.sum(axis=0)
-    for y in range(p.shape[0]):
-        if col[y] > p[y]:
-            m[:, y] = m[:, y] * (p[y] / col[y])
-    # Leftover marginals; clipping only removes float rounding (exact input is >= 0).
-    row_left = positive_part(
-        np.array([law[c] - m[ci].sum() for ci, c in enumerate(classes)], dtype=dtype)
-    )
-    col_left = positive_part(p - m.sum(axis=0))
-    total_left = row_left.sum()
-    full = m.copy()
-    if total_left > 0:
-        full = full + np.outer(row_left, col_left) / total_left
-    select = m.copy()
-    for ci, c in enumerate(classes):
-        for y in c:
-            select[ci, y] = select[ci, y] + row_left[ci] / len(c)
-    r_beta = select.sum(axis=0)
-    # Rows normalised by their own sums (equal to law[c] in exact arithmetic):
-    # a class whose float probability underflows (q ~ 1e-300 squared) is never
-    # drawn, and dividing by law[c] there gave 0/0.
-    conditional = {c: normalise_or(full[ci], p) for ci, c in enumerate(classes)}
-    selection = {c: normalise_or(select[ci], p) for ci, c in enumerate(classes)}
-    return conditional, selection, r_beta
+class _TransportPlan:
+    """An optimal transport plan kept per draft set, not as a (sets x V) matrix.
+
+    A draft set ``c`` holds the matched mass ``m(c, y)`` on its own members
+    only, so the plan takes memory in the number of (set, member) pairs plus a
+    few vectors of length V; a row of the completed coupling or of the Khisti
+    selection is built when a trial asks for it (O(V), as the draw from it).
+    At V = 49,152 and 780 draft sets the dense form had held 0.6 GB a plan.
+    """
+
+    def __init__(self, p, q, n, sampling):
+        exact = p.dtype == object
+        _check_size(q, n, sampling)  # before enumerating millions of draft sets
+        law = set_law_row(q, n, sampling)
+        classes = list(law)
+        pairs, x = _solve(p, law, classes)
+        z = 0 * p[0]
+        dtype = object if exact else np.float64
+        self.p, self.V, self.dtype = p, p.shape[0], dtype
+        self.index = {c: ci for ci, c in enumerate(classes)}
+        self.members = [np.array(sorted(c), dtype=np.intp) for c in classes]
+        # _solve lists a class's pairs in ascending token order, as ``members``.
+        values = [[] for _ in classes]
+        for (ci, _y), v in zip(pairs, x):
+            # Exact input: the vertex has small denominators; recover it from the float.
+            values[ci].append(
+                max(Fraction(float(v)).limit_denominator(10**12) if exact else float(v), z)
+            )
+        matched = [np.array(v, dtype=dtype) for v in values]
+        for ci, c in enumerate(classes):  # make rows, then columns, exactly feasible
+            s = matched[ci].sum()
+            if s > law[c]:
+                matched[ci] = matched[ci] * (law[c] / s)
+        col = self._column_sums(matched)
+        over = np.asarray(col > p, dtype=bool)
+        if over.any():
+            scale = np.ones(self.V, dtype=dtype)
+            scale[over] = p[over] / col[over]
+            matched = [m * scale[mem] for m, mem in zip(matched, self.members)]
+        self.matched = matched
+        # Leftover marginals; clipping only removes float rounding (exact input is >= 0).
+        self.row_left = positive_part(
+            np.array([law[c] - matched[ci].sum() for ci, c in enumerate(classes)], dtype=dtype)
+        )
+        self.col_left = positive_part(p - self._column_sums(matched))
+        self.total_left = self.row_left.sum()
+        self.r_beta = self._column_sums(
+            [m + self.row_left[ci] / m.size for ci, m in enumerate(matched)]
+        )
+        self.residual = residual(p, self.r_beta)
+
+    def _zeros(self):
+        out = np.zeros(self.V, dtype=self.dtype)
+        if self.dtype is object:
+            out[:] = 0 * self.p[0]  # Fraction zeros, as the input's
+        return out
+
+    def _column_sums(self, rows):
+        # Row by row, in class order: the same additions as a dense matrix's sum(axis=0).
+        out = self._zeros()
+        for mem, m in zip(self.members, rows):
+            out[mem] = out[mem] + m
+        return out
+
+    def _row(self, ci, values):
+        row = self._zeros()
+        row[self.members[ci]] = values
+        return row
+
+    def conditional(self, ci):
+        """The law of ``y`` given draft set ``ci``: matched mass plus leftover product."""
+        row = self._row(ci, self.matched[ci])
+        if self.total_left > 0:
+            row = row + self.row_left[ci] * self.col_left / self.total_left
+        # Normalised by the row's own sum (P(c) in exact arithmetic): a class
+        # whose float probability underflows (q ~ 1e-300 squared) is never
+        # drawn, and dividing by P(c) there gave 0/0.
+        return normalise_or(row, self.p)
+
+    def selection(self, ci):
+        """Khisti's selection on draft set ``ci``: matched mass plus an even share of the rest."""
+        m = self.matched[ci]
+        return normalise_or(self._row(ci, m + self.row_left[ci] / m.size), self.p)
+
+
+class _RowsBySet(Mapping):
+    """``frozenset -> ndarray (V,)``, each row built on demand by ``build(class index)``."""
+
+    def __init__(self, plan, build):
+        self._plan, self._build = plan, build
+
+    def __getitem__(self, c):
+        return self._build(self._plan.index[frozenset(c)])
+
+    def __iter__(self):
+        return iter(self._plan.index)
+
+    def __len__(self):
+        return len(self._plan.index)
+
+
+#: Plans by row and (n, sampling); see :class:`._plan_cache.RowCache`.
+_PLANS = RowCache(_TransportPlan, maxsize=64)
+
+
+def _plan(p, q, n, sampling):
+    return _PLANS(p, q, int(n), sampling)
 
 
 def transport_plan(p, q, n, sampling):
@@ -154,15 +250,23 @@ def transport_plan(p, q, n, sampling):
 
     Returns
     -------
-    conditional : dict
+    conditional : Mapping
         ``frozenset c -> ndarray (V,)``: the law of ``y`` given the draft set ``c``.
-    selection : dict
+    selection : Mapping
         ``frozenset c -> ndarray (V,)``: the selection law :math:`\\beta_c` on ``c``.
     r_beta : ndarray, shape (V,)
         The law of the selected draft.
+
+    Notes
+    -----
+    The mappings build a row when it is looked up (O(V)); the plan itself
+    holds the matched mass of each (draft set, member) pair and a few vectors
+    of length V, so the transport verifiers run at a full vocabulary whenever
+    the draft's support is small enough for the draft-set law
+    (:data:`spectheory.drafting.MAX_ENUMERATION`) and the LP (:data:`MAX_PAIRS`).
     """
-    exact = p.dtype == object
-    return _plan_cached(tuple(p.tolist()), tuple(q.tolist()), int(n), sampling, exact)
+    pl = _plan(p, q, n, sampling)
+    return _RowsBySet(pl, pl.conditional), _RowsBySet(pl, pl.selection), pl.r_beta
 
 
 def optimal_lp(p, q, drafts, coins, *, sampling="iid"):
@@ -188,8 +292,8 @@ def optimal_lp(p, q, drafts, coins, *, sampling="iid"):
     >>> optimal_lp(p, q, (2, 2), ReplayCoins([0.5]))  # {c} can only keep c
     2
     """
-    conditional, _, _ = transport_plan(p, q, len(drafts), sampling)
-    return coins.categorical(conditional[frozenset(int(x) for x in drafts)])
+    pl = _plan(p, q, len(drafts), sampling)
+    return coins.categorical(pl.conditional(pl.index[frozenset(int(x) for x in drafts)]))
 
 
 def khisti(p, q, drafts, coins, *, sampling="iid"):
@@ -206,8 +310,8 @@ def khisti(p, q, drafts, coins, *, sampling="iid"):
     -------
     int
     """
-    _, selection, r_beta = transport_plan(p, q, len(drafts), sampling)
-    x = coins.categorical(selection[frozenset(int(x) for x in drafts)])
-    if coins.bernoulli(accept_prob(p[x], r_beta[x])):
+    pl = _plan(p, q, len(drafts), sampling)
+    x = coins.categorical(pl.selection(pl.index[frozenset(int(x) for x in drafts)]))
+    if coins.bernoulli(accept_prob(p[x], pl.r_beta[x])):
         return x
-    return coins.categorical(residual(p, r_beta))
+    return coins.categorical(pl.residual)

@@ -33,16 +33,13 @@ arXiv:2502.18779.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from functools import lru_cache
-
 import numpy as np
 
 from .._errors import InvalidParameterError
 from ..solvers.polymatroid import plan
 from ._closed_forms import _hub_value, _need, _rowwise
 from ._ops import accept_prob
+from ._plan_cache import RowCache
 from .hub import greedy
 from .single import sd
 
@@ -60,57 +57,25 @@ __all__ = [
 SAMPLINGS = ("iid", "greedy")
 
 
-@lru_cache(maxsize=64)
-def _cached_exact(p_key, q_key, n):
-    return plan(np.array(p_key, dtype=object), np.array(q_key, dtype=object), n)
-
-
-#: Float plans by fingerprint: ``{(fp(p), fp(q), n): [(p, q, plan), ...]}``, most recent last.
-_FLOAT_PLANS: OrderedDict = OrderedDict()
-_FLOAT_PLANS_MAX = 64
-_FLOAT_PLANS_LOCK = threading.Lock()
-
-
-def _fingerprint(x):
-    """Two word-sized digests of a float64 row's bits (a hint: hits are verified)."""
-    w = x.view(np.uint64)
-    return int(np.bitwise_xor.reduce(w)), int(w.sum(dtype=np.uint64))
+#: Plans by row (:class:`._plan_cache.RowCache`: float rows by a digest
+#: confirmed by the rows, Fraction rows by value).
+_PLANS = RowCache(plan, maxsize=64)
 
 
 def clear_plan_cache():
     """Forget every cached plan (to time a plan's computation, as in decoding)."""
-    _cached_exact.cache_clear()
-    with _FLOAT_PLANS_LOCK:
-        _FLOAT_PLANS.clear()
+    _PLANS.clear()
 
 
 def optimal_plan(p, q, n):
-    """The plan of one row, cached per instance (:func:`spectheory.solvers.polymatroid.plan`).
+    """The plan of one row (:func:`spectheory.solvers.polymatroid.plan`), cached per instance.
 
-    Float rows are looked up by a digest of their bits and a hit is confirmed by
-    comparing the rows themselves, so a collision can cost a recomputation but
-    never return another row's plan.  (Hashing the rows' bytes, as before, cost
-    0.3 ms a lookup at V = 49,152; a coins-protocol verifier looks the plan up
-    once per trial and stage.)
+    The cache (:class:`spectheory.verifiers._plan_cache.RowCache`) looks float
+    rows up by a digest of their bits and confirms a hit by comparing the rows,
+    so a collision can cost a recomputation but never return another row's
+    plan; a coins-protocol verifier looks the plan up once per trial and stage.
     """
-    if p.dtype == object or q.dtype == object:
-        return _cached_exact(tuple(p.tolist()), tuple(q.tolist()), int(n))
-    p64 = np.ascontiguousarray(p, dtype=np.float64)
-    q64 = np.ascontiguousarray(q, dtype=np.float64)
-    key = (*_fingerprint(p64), *_fingerprint(q64), int(n))
-    with _FLOAT_PLANS_LOCK:  # threads of a sweep's worker share the cache
-        for pe, qe, pl in _FLOAT_PLANS.get(key, []):
-            if np.array_equal(pe, p64) and np.array_equal(qe, q64):
-                _FLOAT_PLANS.move_to_end(key)
-                return pl
-    pc, qc = p64.copy(), q64.copy()  # the caller may write to its rows later
-    pl = plan(pc, qc, int(n))
-    with _FLOAT_PLANS_LOCK:
-        _FLOAT_PLANS.setdefault(key, []).append((pc, qc, pl))
-        _FLOAT_PLANS.move_to_end(key)
-        while len(_FLOAT_PLANS) > _FLOAT_PLANS_MAX:
-            _FLOAT_PLANS.popitem(last=False)
-    return pl
+    return _PLANS(p, q, int(n))
 
 
 def select(plan_, drafts, k, top):

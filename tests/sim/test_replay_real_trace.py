@@ -90,9 +90,32 @@ def test_csv_and_command_line(trace, table, tmp_path, capsys):
 
 def test_bad_arguments(trace):
     # Any verifier replays (a Python path where there is no kernel), but the transport-LP
-    # verifiers refuse a real vocabulary at once instead of enumerating ~1e9 draft sets
-    # (this call used to exhaust 24 GB of memory).
-    with pytest.raises(stt.InstanceTooLargeError, match="draft-set law"):
+    # verifiers refuse a draft of full support at once instead of enumerating ~1e9 draft
+    # sets (this call used to exhaust 24 GB of memory); the message names the count.
+    with pytest.raises(stt.InstanceTooLargeError, match=r"would have \d+ \(draft set"):
         replay(trace, verifiers=("optimal_lp",), ns=(2,), samplings=("iid",))
     with pytest.raises(stt.InvalidParameterError, match="samplings must be among"):
         replay(trace, samplings=("wor",))
+
+
+def test_transport_verifiers_reach_the_bound_without_replacement_on_the_ngram_draft(trace):
+    """The recorded trace at V = 49,152: where the 3-gram draft has a few dozen tokens,
+    ``khisti`` reaches alpha*_wor exactly (its plan's acceptance, to 1e-12) and
+    ``check_lossless`` judges it lossless (false-alarm rate 1e-6), n = 2."""
+    from spectheory.distributions import process_logits
+    from spectheory.sim.check import check_lossless
+    from spectheory.verifiers.coupling import khisti, transport_plan
+
+    q_all = process_logits(trace.draft_logits("ngram:3").astype(np.float64), 1.0)
+    support = (q_all > 0).sum(axis=1)
+    usable = np.flatnonzero((support >= 3) & (support <= 80))
+    assert usable.size, support  # the 3-gram draft of a recorded trace has such rows
+    i = int(usable[np.argmax(support[usable])])
+    p = process_logits(trace.target_logits[i].astype(np.float64), 1.0)
+    q = q_all[i]
+    assert p.size == 49_152
+    _, _, r_beta = transport_plan(p, q, 2, "without_replacement")
+    alpha = float(stt.bound(p, q, 2, "without_replacement"))
+    assert np.minimum(p, r_beta).sum() == pytest.approx(alpha, abs=1e-12)
+    report = check_lossless(khisti, p, q, n=2, sampling="without_replacement", trials=2000, rng=5)
+    assert not report.lossy and not report.exceeds_bound

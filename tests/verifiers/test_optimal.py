@@ -323,10 +323,11 @@ def test_check_lossless_at_full_vocabulary():
 
 def test_plan_cache_confirms_a_fingerprint_hit_by_the_rows_themselves(monkeypatch):
     """Two rows with the same digest (forced here) must still get their own plans."""
+    from spectheory.verifiers import _plan_cache
     from spectheory.verifiers import optimal as opt
 
-    monkeypatch.setattr(opt, "_fingerprint", lambda x: (0, 0))
-    monkeypatch.setattr(opt, "_FLOAT_PLANS", opt.OrderedDict())
+    monkeypatch.setattr(_plan_cache, "fingerprint", lambda x: (0, 0))
+    monkeypatch.setattr(opt, "_PLANS", _plan_cache.RowCache(opt.plan, maxsize=64))
     p1, q1 = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
     p2, q2 = np.array([0.5, 0.25, 0.25]), np.array([0.2, 0.3, 0.5])
     a1 = opt.optimal_plan(p1, q1, 2)
