@@ -345,7 +345,9 @@ def pair_tier_plan(p, q, *, grid=GRID):
         return cq_t[-1] - cq_t[end] + rest_q, ck_t[-1] - ck_t[end] + rest_k
 
     t_tiers, t_miss = _blocks(qf, e, top, np.full(top.size, -np.inf), ratio[top], below_top, grid)
-    # H*: tiers bottom-up; below a block lies the part of H* before it.
+    # H*: two searches, kept if they meet the bounds: bottom-up (the least needy first, below
+    # a block lies the part of H* before it) and top-down (the neediest first, below a block
+    # lies the rest of H*).
     cq_h = np.r_[0.0, np.cumsum(qf[low_set])]
     ck_h = np.r_[0.0, np.cumsum(qe[low_set])]
 
@@ -353,11 +355,24 @@ def pair_tier_plan(p, q, *, grid=GRID):
         return cq_h[start], ck_h[start]
 
     h_tiers, h_miss = _blocks(qf, e, low_set, ratio[low_set], np.full(low_set.size, np.inf),
-                            below_low, grid)
+                              below_low, grid)
+    h_tiers = h_tiers[::-1]  # listed from the top
+    if h_miss > 0:
+        down = low_set[::-1]
+        cq_d = np.r_[0.0, np.cumsum(qf[down])]
+        ck_d = np.r_[0.0, np.cumsum(qe[down])]
+
+        def below_down(start, end):
+            return cq_d[-1] - cq_d[end], ck_d[-1] - ck_d[end]
+
+        d_tiers, d_miss = _blocks(qf, e, down, ratio[down], np.full(down.size, np.inf),
+                                  below_down, grid)
+        if d_miss < h_miss:
+            h_tiers, h_miss = d_tiers, d_miss
     V = qf.size
     tier = np.full(V, len(t_tiers) + len(h_tiers), dtype=np.int64)  # q = 0: never drafted
     alpha = np.ones(V)
-    for k, (block, a) in enumerate(t_tiers + h_tiers[::-1]):
+    for k, (block, a) in enumerate(t_tiers + h_tiers):
         tier[block], alpha[block] = k, a
     candidates = [(tier, np.clip(alpha, 0.0, 1.0))]
     if t_miss > 0 or h_miss > 0:
