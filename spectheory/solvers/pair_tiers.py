@@ -58,11 +58,13 @@ from ._result import SolverResult
 __all__ = ["PairTierPlan", "pair_marginal", "pair_tier_plan", "tier_coins"]
 
 #: Candidate block ends tried per tier (evenly spaced in the block's order).
-GRID = 32
+GRID = 16
 #: Bisection steps of the common level (the interval shrinks 2^-48-fold).
 BISECTION_STEPS = 48
+#: Mass by which a tier may miss its bounds and still count as meeting them (rounding).
+MISS_TOLERANCE = 1e-14
 #: Most tiers per part (T or H*); past it the rest of the part is one tier.
-MAX_TIERS = 16
+MAX_TIERS = 8
 
 
 def pair_marginal(q, tier, alpha):
@@ -156,11 +158,16 @@ def tier_coins(q, e, block, q_below, k_below, low, high):
         return b
 
     top, bottom = float(kG), 0.0
-    # s2: the largest level with sum(w h(s)) >= s; s1: the smallest with sum(w l(s)) <= s.
-    s2 = last_true(lambda s: (w * coin_bounds(s)[1]).sum() >= s, bottom, top)
-    s1 = first_true(lambda s: (w * coin_bounds(s)[0]).sum() <= s, bottom, top)
-    lo_s = max(bottom, float(np.max(c - high)), s1 if s1 is not None else top)
-    hi_s = min(top, float(np.min(c + span - low)), s2 if s2 is not None else bottom)
+    # Every token's interval is non-empty only between these levels; when they cross, no
+    # level is feasible and the bisections are skipped (most candidate blocks of a search).
+    lo_s = max(bottom, float(np.max(c - high)))
+    hi_s = min(top, float(np.min(c + span - low)))
+    if lo_s <= hi_s:
+        # s2: the largest level with sum(w h(s)) >= s; s1: the smallest with sum(w l(s)) <= s.
+        s2 = last_true(lambda s: (w * coin_bounds(s)[1]).sum() >= s, bottom, top)
+        s1 = first_true(lambda s: (w * coin_bounds(s)[0]).sum() <= s, bottom, top)
+        lo_s = max(lo_s, s1 if s1 is not None else top)
+        hi_s = min(hi_s, s2 if s2 is not None else bottom)
     s = 0.5 * (lo_s + hi_s) if lo_s <= hi_s else min(max(0.5 * (lo_s + hi_s), bottom), top)
     lo, hi = coin_bounds(s)
     big, small = (w * hi).sum(), (w * lo).sum()
@@ -189,11 +196,11 @@ def _blocks(q, e, order, low, high, below_of, grid):
                                      high[start:end])
             if best is None or miss < best[2]:
                 best = (end, alpha, miss)
-            if miss == 0.0:
+            if miss <= MISS_TOLERANCE:
                 break
         end, alpha, miss = best
         tiers.append((order[start:end], alpha))
-        missed += miss
+        missed += miss if miss > MISS_TOLERANCE else 0.0
         start = end
     return tiers, missed
 
