@@ -166,8 +166,8 @@ def section_without_replacement(ctx, page) -> None:
         "below twice the difference's 95% half-width, or 0.001: there the share is noise), "
         "`gap left` is alpha*_wor - embedded_iid. For n = 2 the table also gives "
         "`pair_tiers` (docs/theory.md §3.14) on the same drafts, and at how many positions "
-        "its plan reaches alpha*_wor exactly (`pair_tiers reached`, certified per position: "
-        "the plan's selection acceptance equals the bound). Table in "
+        "its plan reaches alpha*_wor (`pair_tiers reached`, certified per position: the "
+        "plan's exact selection acceptance equals the bound to 1e-12). Table in "
         "`without_replacement.csv`."
     )
     page.table(rows, cols)
