@@ -73,7 +73,14 @@ from ..drafting import set_law_row
 from ._ops import accept_prob, normalise_or, positive_part, residual
 from ._plan_cache import RowCache
 
-__all__ = ["MAX_PAIRS", "khisti", "optimal_lp", "pair_count", "transport_plan"]
+__all__ = [
+    "MAX_PAIRS",
+    "clear_transport_cache",
+    "khisti",
+    "optimal_lp",
+    "pair_count",
+    "transport_plan",
+]
 
 #: Largest number of (draft set, member) pairs the LP accepts.
 MAX_PAIRS = 50_000
@@ -236,6 +243,11 @@ _PLANS = RowCache(_TransportPlan, maxsize=64)
 
 def _plan(p, q, n, sampling):
     return _PLANS(p, q, int(n), sampling)
+
+
+def clear_transport_cache():
+    """Forget every cached transport plan (to time the LP, as at a new position)."""
+    _PLANS.clear()
 
 
 def transport_plan(p, q, n, sampling):
