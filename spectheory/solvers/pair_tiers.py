@@ -27,7 +27,7 @@ at least that (a residual draw may still land on a draft).
 
 **Reaching the bound.**  With :math:`H^*` the optimal dual set of the bound
 without replacement and :math:`T = V \setminus H^*`, the acceptance is
-:math:`\alpha^*_{\rm wor} = p(H^*) + f(T)` exactly when the tiers of ``T``
+:math:`\alpha^*_{\rm wor} = p(H^*) + f(T)` when the tiers of ``T``
 all come before those of :math:`H^*` (every pair that meets ``T`` selects in
 ``T``), :math:`g \le p` on ``T`` and :math:`g \ge p` on :math:`H^*`.  Within one
 tier the coins move each token's marginal along an interval of width
@@ -35,9 +35,11 @@ tier the coins move each token's marginal along an interval of width
 one-dimensional condition holds (:func:`tier_coins`).  :func:`pair_tier_plan`
 builds the tiers greedily: ``T`` top-down and :math:`H^*` bottom-up, each in
 ``p/q`` order, each tier the longest block on a grid of candidate ends that
-meets its bounds.  The search is a heuristic: where it finds no such block it
-keeps the best coins it has, and the plan says so (``reached`` False, with
-its exact acceptance below the bound).  The rule stays lossless either way.
+meets its bounds (where :math:`H^*` misses, also top-down; where the rule still
+misses, the plainest rule is tried too).  The search is a heuristic: where it
+finds no such block it keeps the best rule it has, and the plan says so
+(``reached`` False, with its exact selection acceptance below the bound).  The
+rule stays lossless either way.
 
 References
 ----------
