@@ -66,6 +66,7 @@ def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0):
         The table row (keys in :func:`section_without_replacement`), or None
         when no position has ``n`` tokens of support.
     """
+    from .._validate import as_distribution_pair
     from ..distributions import process_logits
     from ..sim.simulate import simulate
     from ..solvers.ot_dual import bound
@@ -73,6 +74,8 @@ def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0):
     positions = np.asarray(positions, dtype=np.int64)
     p = process_logits(trace.target_logits[positions].astype(np.float64), temperature)
     q = process_logits(trace.draft_logits(draft, positions), temperature)
+    # Checked once here, so that the plans counted below are those of the rows simulated.
+    p, q, _ = as_distribution_pair(p, q)
     ok = np.count_nonzero(q, axis=1) >= n
     if not ok.any():
         return None

@@ -240,11 +240,11 @@ def _exact_tier_coins(p, q, block, below, alpha, bound_is_cap):
             return [Fraction(0)] * len(block), [clip(raw(s, a)) for a in range(len(block))]
         return [clip(raw(s, a)) for a in range(len(block))], [one] * len(block)
 
-    s_float = Fraction(float(sum(wa * Fraction(float(x)) for wa, x in zip(w, alpha))))
-    candidates = [s_float]
-    # The level where the clipped coins sum to it, with the clipping pattern at s_float.
-    inner = [a for a in range(len(block)) if 0 < raw(s_float, a) < 1]
-    at_one = [a for a in range(len(block)) if raw(s_float, a) >= 1]
+    s_found = sum(wa * x for wa, x in zip(w, alpha))  # the float search's level, exactly
+    candidates = [s_found]
+    # The level where the clipped coins sum to it, with the clipping pattern at s_found.
+    inner = [a for a in range(len(block)) if 0 < raw(s_found, a) < 1]
+    at_one = [a for a in range(len(block)) if raw(s_found, a) >= 1]
     slope = one - sum((qb[a] / qG for a in inner), Fraction(0))
     if slope != 0:
         rhs = sum((w[a] * (ratio[a] - c[a]) / span[a] for a in inner), Fraction(0))
@@ -307,8 +307,8 @@ def pair_tier_plan(p, q, *, grid=GRID):
 
     Parameters
     ----------
-    p, q : ndarray, shape (V,)
-        Target and draft, validated (float64, or Fraction objects: the coins
+    p, q : array_like, shape (V,)
+        Target and draft, checked as everywhere (float64, or Fraction objects: the coins
         are then the float search's values as exact fractions, and the
         marginal, residual and acceptance are exact).
     grid : int
@@ -323,9 +323,18 @@ def pair_tier_plan(p, q, *, grid=GRID):
     InvalidParameterError
         When ``q`` has fewer than two tokens (no two distinct drafts).
     """
+    from .._validate import as_distribution_pair
     from .ot_dual import solve_bound
 
-    exact = p.dtype == object or q.dtype == object
+    # The same check as every entry point, so that the bound, the marginal and a verifier
+    # called through simulate all see the same rows (a row renormalised there is used here).
+    P, Q, batched = as_distribution_pair(p, q, allow_exact=True)
+    if batched:
+        raise InvalidParameterError(
+            f"pair_tier_plan takes one row; got target of shape {np.shape(p)}"
+        )
+    p, q = P[0], Q[0]
+    exact = p.dtype == object
     support = np.flatnonzero(np.asarray([x != 0 for x in q]))
     if support.size < 2:
         raise InvalidParameterError(

@@ -14,7 +14,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from spectheory._errors import InvalidParameterError
+from spectheory._errors import InvalidDistributionError, InvalidParameterError
 from spectheory.exact import exact_row
 from spectheory.exact._tuples import ordered_draft_law
 from spectheory.solvers.ot_dual import bound, solve_bound
@@ -135,3 +135,22 @@ def test_bad_input_is_refused_by_name():
         pair_tiers(p, q, (0, 1), ReplayCoins([0.5] * 4), sampling="iid")
     with pytest.raises(InvalidParameterError, match="at least two tokens; q has 1"):
         pair_tier_plan(p, np.array([1.0, 0.0, 0.0]))
+
+
+def test_plan_checks_its_rows_as_every_entry_point():
+    """A row off by 1e-10 in sum is renormalised, so the plan is that of the rows simulate
+    sees; a batch or a negative entry is refused by name."""
+    rng = np.random.default_rng(2)
+    p, q = rng.dirichlet(np.ones(30)), rng.dirichlet(np.ones(30))
+    from spectheory._validate import as_distribution_pair
+
+    P, Q, _ = as_distribution_pair(p * (1 + 1e-10), q)
+    off, clean = pair_tier_plan(p * (1 + 1e-10), q), pair_tier_plan(P[0], Q[0])
+    assert off.alpha_value == clean.alpha_value and off.bound == clean.bound
+    np.testing.assert_array_equal(off.y, clean.y)
+    with pytest.raises(InvalidParameterError, match="one row"):
+        pair_tier_plan(np.tile(p, (2, 1)), np.tile(q, (2, 1)))
+    bad = q.copy()
+    bad[0], bad[1] = -bad[0], bad[1] + 2 * bad[0]
+    with pytest.raises(InvalidDistributionError, match="draft has a negative entry"):
+        pair_tier_plan(p, bad)
