@@ -54,7 +54,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._errors import InvalidParameterError
 from ._result import SolverResult
 
 __all__ = ["PairTierPlan", "pair_marginal", "pair_tier_plan", "tier_coins"]
@@ -323,29 +322,12 @@ def pair_tier_plan(p, q, *, grid=GRID):
     InvalidParameterError
         When ``q`` has fewer than two tokens (no two distinct drafts).
     """
-    from .._validate import as_distribution_pair
-    from .ot_dual import solve_bound
+    from ._pair_rows import pair_row
 
-    # The same check as every entry point, so that the bound, the marginal and a verifier
-    # called through simulate all see the same rows (a row renormalised there is used here).
-    P, Q, batched = as_distribution_pair(p, q, allow_exact=True)
-    if batched:
-        raise InvalidParameterError(
-            f"pair_tier_plan takes one row; got target of shape {np.shape(p)}"
-        )
-    p, q = P[0], Q[0]
-    exact = p.dtype == object
-    support = np.flatnonzero(np.asarray([x != 0 for x in q]))
-    if support.size < 2:
-        raise InvalidParameterError(
-            f"two drafts without replacement need a draft with at least two tokens; q has "
-            f"{support.size}"
-        )
-    sol = solve_bound(p, q, 2, "without_replacement", method="enumerate" if exact else "dual")
-    in_h = np.asarray(sol.certificate, dtype=bool).reshape(-1)
-    bound = sol.exact_value if exact else float(np.asarray(sol.value).reshape(-1)[0])
-    pf = np.asarray([float(x) for x in p]) if exact else p
-    qf = np.asarray([float(x) for x in q]) if exact else q
+    row = pair_row(p, q, "pair_tier_plan")
+    p, q, pf, qf, exact, in_h, bound = (row.p, row.q, row.pf, row.qf, row.exact, row.in_h,
+                                        row.bound)
+    support = np.flatnonzero(row.support)
     e = 1.0 / (1.0 - qf)
     ratio = np.zeros_like(qf)
     ratio[support] = pf[support] / qf[support]

@@ -24,6 +24,7 @@ from .coupling import khisti, optimal_lp, transport_plan
 from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq, kseq_rho
+from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
 from .rrs import rrs, rrs_wor
@@ -45,6 +46,7 @@ __all__ = [
     "naive",
     "nss",
     "optimal_lp",
+    "pair_scores",
     "pair_tiers",
     "register_verifier",
     "rrs",

@@ -48,6 +48,7 @@ from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq
 from .optimal import optimal, optimal_acceptance
+from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
 from .rrs import rrs, rrs_wor
@@ -356,6 +357,11 @@ _ENTRIES = [
              "spectheory: tier rule with a first-draft coin for two drafts without replacement",
              "2410.18234, 2502.18779", ("without_replacement",), True, None, (),
              "one tier search per row (a sort, then O(V) per candidate tier), then O(1) per trial",
+             n_values=(2,)),
+    _builtin("pair_scores", pair_scores,
+             "spectheory: ramp score rule for two drafts without replacement (reaches the bound)",
+             "2410.18234, 2502.18779", ("without_replacement",), True, None, (),
+             "one projected Newton solve per row (O(V log V) a step), then O(1) per trial",
              n_values=(2,)),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),

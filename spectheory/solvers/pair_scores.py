@@ -1,0 +1,404 @@
+r"""Two drafts without replacement: a score rule that reaches the bound, by projected Newton.
+
+Two drafts drawn without replacement from ``q`` form the unordered pair
+:math:`\{a, b\}` with probability :math:`M_{ab} = q_a q_b (e_a + e_b)`,
+:math:`e_a = 1/(1 - q_a)`.  A *pair-score rule* splits the tokens into a
+preferred part ``T`` and the rest :math:`H^*` (the optimal dual set of the
+bound) and gives every token a score :math:`\mu_a`; from the drafts
+:math:`\{a, b\}` it selects
+
+* the draft in ``T``, when exactly one lies in ``T``;
+* else ``a`` with probability :math:`w(\mu_a - \mu_b)`, with the ramp
+  :math:`w(x) = \min(1, \max(0, \tfrac12 + \tfrac x2))`, and ``b`` otherwise
+  (:math:`w(x) + w(-x) = 1`, so the draw order does not matter).
+
+Then single-draft speculative sampling of ``p`` runs against the selection
+marginal ``y`` (Khisti et al.'s decomposition): lossless for any scores.
+
+**Why the ramp reaches the bound** (docs/theory.md §3.15).  The bound
+:math:`\alpha^*_{\rm wor} = p(H^*) + f(T)` is reached exactly when every pair
+meeting ``T`` selects in ``T``, :math:`y \le p` on ``T`` and :math:`y \ge p` on
+:math:`H^*`; such pair-by-pair selection weights exist (a rule reaching the
+OT optimum exists, §3.7, and averaged over draw orders it is one).  Among them
+take those nearest to a fair coin,
+:math:`\min \sum_{a<b} M_{ab} (w_{ab} - \tfrac12)^2` over
+:math:`w_{ab} \in [0, 1]`: a feasible convex quadratic program with linear
+constraints, so it has Lagrange multipliers :math:`\mu` (one per token's
+constraint, of the constraint's sign), and minimising the Lagrangian pair by
+pair gives :math:`w_{ab} = w(\mu_a - \mu_b)`.  So a ramp rule always reaches
+the bound: the tier rules of :mod:`.pair_tiers` are the ramp's limit of
+infinite score gaps, and miss it on some rows (a three-token row is in the
+tests).  The scores minimise, per part, the convex dual
+
+.. math::
+
+    \Psi(\mu) = -\sum_{a<b} M_{ab}\,[h(\mu_a - \mu_b) - \mu_b]
+                - \sum_a \mu_a (p_a - B_a),
+
+:math:`h(x) = \min_{w \in [0,1]} (w - \tfrac12)^2 - x w`, over
+:math:`\mu \ge 0` on :math:`H^*` (:math:`\mu \le 0` on ``T``), ``B`` the mass a
+token gets from pairs with the other part; :math:`\nabla \Psi = y - p`, and its
+Hessian is the Laplacian of the pairs with :math:`|\mu_a - \mu_b| < 1`
+(weights :math:`M_{ab}/2`).
+
+**Cost.**  As :math:`M_{ab} = q_a (q e)_b + (q e)_a q_b`, sums over the pairs
+are window sums of ``q`` and :math:`q e` over the tokens sorted by score:
+:math:`y`, :math:`\Psi` and a Hessian product take :math:`O(V \log V)`, not
+:math:`O(V^2)`.  The projected Newton method (conjugate gradients with the
+Hessian's diagonal as preconditioner, step halving on :math:`\Psi` or on the
+shortfall) stops when the shortfall :math:`\sum_{H^*}(p - y)_+ +
+\sum_T (y - p)_+` is at rounding level (``SHORTFALL_TOLERANCE``).
+
+References
+----------
+Khisti, Ebrahimi, Dbouk, Behboodi, Memisevic, Louizos, arXiv:2410.18234 (the
+decomposition); Hu et al., arXiv:2502.18779 (the bound without replacement);
+Bertsekas, SIAM J. Control Optim. 20 (1982) 221-246 (projected Newton).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ._result import SolverResult
+
+__all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
+
+#: Shortfall (mass) at which a part counts as solved: rounding level at V = 152k.
+SHORTFALL_TOLERANCE = 2e-14
+#: Newton steps per part; past it the scores reached are kept (the rule stays lossless).
+MAX_NEWTON_STEPS = 100
+#: Conjugate-gradient steps per Newton step.
+MAX_CG_STEPS = 200
+
+
+def ramp(x):
+    r"""The selection weight :math:`w(x) = \min(1, \max(0, 1/2 + x/2))` (floats or Fractions)."""
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return np.clip(0.5 + 0.5 * x, 0.0, 1.0)
+    half = Fraction(1, 2)
+    return min(Fraction(1), max(Fraction(0), half + half * x))
+
+
+def _window_sums(mu, weights, powers):
+    """For every token ``a``: the sums over tokens ``b`` (``b = a`` included) of
+    ``w_b mu_b^k`` over ``mu_b <= mu_a - 1`` (below), over ``|mu_a - mu_b| < 1``
+    (the ramp's window) and over ``mu_b >= mu_a + 1`` (above), for each weight
+    array and each power ``k`` in ``powers``."""
+    order = np.argsort(mu, kind="stable")
+    m = mu[order]
+    lo = np.searchsorted(m, mu - 1.0, side="right")
+    hi = np.searchsorted(m, mu + 1.0, side="left")
+    out = []
+    for w in weights:
+        sums = {}
+        for k in powers:
+            c = np.r_[0.0, np.cumsum(w[order] * m**k if k else w[order])]
+            sums[k] = (c[lo], c[hi] - c[lo], c[-1] - c[hi])
+        out.append(sums)
+    return out
+
+
+def _part_state(mu, q, e, base, p):
+    """The part's dual objective :math:`\\Psi(\\mu)` and marginal ``y`` (module docstring)."""
+    qe = q * e
+    sq, sk = _window_sums(mu, (q, qe), (0, 1, 2))
+
+    def weighted(s):  # sum_b w_b ramp(mu_a - mu_b), and sum_b w_b psi(mu_a, mu_b)
+        below, window, above = s[0]
+        mid1, mid2, up1 = s[1][1], s[2][1], s[1][2]
+        ramp_sum = below + (0.5 + 0.5 * mu) * window - 0.5 * mid1
+        # psi(x, m) = h(x - m) - m: 1/4 - x below, -(x-m)^2/4 - x/2 - m/2 within, 1/4 - m above
+        psi_sum = ((0.25 - mu) * below
+                   - (mu * mu * window - 2 * mu * mid1 + mid2) / 4 - 0.5 * mu * window
+                   - 0.5 * mid1 + 0.25 * above - up1)
+        return ramp_sum, psi_sum
+
+    rq, pq = weighted(sq)
+    rk, pk = weighted(sk)
+    y = base + q * (e * rq + rk) - q * qe  # the b = a term of the sums is q_a^2 e_a
+    pairs = 0.5 * np.sum(q * (e * pq + pk) + 2 * q * qe * mu)  # less b = a: psi = -mu_a
+    return -(pairs + mu @ (p - base)), y
+
+
+def _hessian(mu, q, e):
+    """The Hessian of Psi as a product ``v -> H v``, and its diagonal."""
+    qe = q * e
+    (zq,), (zk,) = ([s[0][1]] for s in _window_sums(mu, (q, qe), (0,)))
+    weight = e * zq + zk
+    diag = 0.5 * q * (weight - 2 * qe)  # the b = a term of the window adds nothing
+
+    def product(v):
+        (zqv,), (zkv,) = ([s[0][1]] for s in _window_sums(mu, (q * v, qe * v), (0,)))
+        return 0.5 * q * (v * weight - (e * zqv + zkv))
+
+    return product, diag
+
+
+def _conjugate_gradients(product, diag, rhs, free, tol):
+    """Solve ``H x = rhs`` on the free tokens, preconditioned by the diagonal."""
+    x = np.zeros_like(rhs)
+    inverse = np.where(free & (diag > 0), 1.0 / np.where(diag > 0, diag, 1.0), 0.0)
+    r = np.where(free, rhs, 0.0)
+    z = inverse * r
+    d, rz = z.copy(), r @ z
+    for _ in range(MAX_CG_STEPS):
+        hd = np.where(free, product(d), 0.0)
+        curvature = d @ hd
+        if curvature <= 0 or rz <= 0:
+            break
+        step = rz / curvature
+        x += step * d
+        r -= step * hd
+        if np.abs(r).max() <= tol:
+            break
+        z = inverse * r
+        rz, rz_old = r @ z, rz
+        d = z + (rz / rz_old) * d
+    return x
+
+
+def _solve_part(q, e, base, p, sign):
+    """Scores of one part: ``sign = +1`` for ``y >= p`` (:math:`\\mu \\ge 0`), ``-1`` for
+    ``y <= p`` (:math:`\\mu \\le 0`).  Returns ``(mu, y, shortfall)``."""
+    mu = np.zeros(q.size)
+
+    def project(x):
+        return np.maximum(x, 0.0) if sign > 0 else np.minimum(x, 0.0)
+
+    value, y = _part_state(mu, q, e, base, p)
+    short = float(np.maximum(sign * (p - y), 0.0).sum())
+    for _ in range(MAX_NEWTON_STEPS):
+        if short <= SHORTFALL_TOLERANCE:
+            break
+        grad = y - p
+        free = ~((mu == 0) & (sign * grad >= 0))  # a bound the gradient presses against stays
+        worst = float(np.abs(grad[free]).max()) if free.any() else 0.0
+        if worst == 0.0:
+            break
+        product, diag = _hessian(mu, q, e)
+        direction = _conjugate_gradients(product, diag, -grad, free, 1e-3 * worst)
+        t = 1.0
+        while True:
+            trial = project(mu + t * direction)
+            v, yt = _part_state(trial, q, e, base, p)
+            st = float(np.maximum(sign * (p - yt), 0.0).sum())
+            # Near the optimum Psi's decrease drowns in its rounding; the shortfall does not.
+            if v <= value - 1e-4 * abs(grad @ (trial - mu)) or st < 0.5 * short or t < 1e-10:
+                break
+            t *= 0.5
+        if st >= short and v >= value:
+            break  # no progress at all: keep the best scores
+        mu, value, y, short = trial, v, yt, st
+    return mu, y, short
+
+
+def pair_score_marginal(q, preferred, mu):
+    r"""The selection marginal ``y`` of a pair-score rule (module docstring).
+
+    Parameters
+    ----------
+    q : ndarray, shape (V,)
+        Draft law: float64 (:math:`O(V \log V)`, by window sums), or Fraction
+        objects (exact, :math:`O(V^2)`, by the pair sum itself); no entry 1.
+    preferred : ndarray of bool, shape (V,)
+        The part ``T``, preferred over the rest.
+    mu : ndarray, shape (V,)
+        Scores (Fractions for exact arithmetic).
+
+    Returns
+    -------
+    ndarray, shape (V,)
+        :math:`y_a = P(a \text{ is selected})`; ``sum(y) = 1``.
+    """
+    preferred = np.asarray(preferred, dtype=bool)
+    if q.dtype == object:
+        V, y = len(q), np.array([Fraction(0)] * len(q), dtype=object)
+        e = [1 / (1 - x) for x in q]
+        for a in range(V):
+            for b in range(a + 1, V):
+                mass = q[a] * q[b] * (e[a] + e[b])
+                if preferred[a] != preferred[b]:
+                    share = Fraction(1) if preferred[a] else Fraction(0)
+                else:
+                    share = ramp(mu[a] - mu[b])
+                y[a] += mass * share
+                y[b] += mass * (1 - share)
+        return y
+    e = 1.0 / (1.0 - q)
+    y = np.zeros_like(q)
+    for part in (preferred, ~preferred):
+        other = ~part
+        # T gets every pair it shares with H*; H* gets none of them.
+        base = (q[part] * (e[part] * q[other].sum() + (q * e)[other].sum())
+                if part is preferred else np.zeros(part.sum()))
+        if part.any():
+            y[part] = _part_state(mu[part], q[part], e[part], base, np.zeros(part.sum()))[1]
+    return y
+
+
+def _solve_exactly(matrix, rhs):
+    """Gaussian elimination in Fractions; None when the matrix is singular."""
+    n = len(rhs)
+    a = [[*row, r] for row, r in zip(matrix, rhs)]
+    for col in range(n):
+        pivot = next((r for r in range(col, n) if a[r][col] != 0), None)
+        if pivot is None:
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(n):
+            if r != col and a[r][col] != 0:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col])]
+    return [a[r][n] / a[r][r] for r in range(n)]
+
+
+def _exact_scores(p, q, preferred, mu):
+    r"""The scores again in Fraction arithmetic, so that the tight tokens meet ``p`` exactly.
+
+    With the pattern of the float scores fixed (which pairs lie in the ramp's
+    window, which tokens have a non-zero score), each tight token's equation
+    :math:`y_a(\mu) = p_a` is linear in the scores; it is solved exactly.  The
+    caller keeps the result only if its exact acceptance is better.
+    """
+    V = len(q)
+    e = [1 / (1 - x) for x in q]
+    exact_mu = np.array([Fraction(0)] * V, dtype=object)
+    for part in (preferred, ~preferred & np.asarray([x != 0 for x in q])):
+        idx = np.flatnonzero(part)
+        tight = [a for a in idx if mu[a] != 0]
+        if not tight:
+            continue
+        where = {a: k for k, a in enumerate(tight)}
+        matrix = [[Fraction(0)] * len(tight) for _ in tight]
+        rhs = [Fraction(p[a]) for a in tight]
+        for a in tight:
+            k = where[a]
+            for b in range(V):
+                if b == a or q[b] == 0:
+                    continue
+                mass = q[a] * q[b] * (e[a] + e[b])
+                if not part[b]:
+                    rhs[k] -= mass if preferred[a] else 0
+                    continue
+                gap = float(mu[a]) - float(mu[b])
+                if gap >= 1:
+                    rhs[k] -= mass
+                elif gap > -1:  # the window: mass (1/2 + (mu_a - mu_b)/2)
+                    rhs[k] -= mass / 2
+                    matrix[k][k] += mass / 2
+                    if b in where:
+                        matrix[k][where[b]] -= mass / 2
+        solved = _solve_exactly(matrix, rhs)
+        if solved is None:
+            return None
+        for a, x in zip(tight, solved):
+            exact_mu[a] = x
+    return exact_mu
+
+
+@dataclass(frozen=True)
+class PairScorePlan(SolverResult):
+    """A pair-score rule for two drafts without replacement, and its acceptance.
+
+    The shared fields come from :class:`.SolverResult`: ``method``
+    ``"pair_scores"``, ``status`` ``"optimal"`` when the rule reaches the bound
+    (``reached``) and ``"exact"`` otherwise, ``inputs`` ``{}``.
+
+    Attributes
+    ----------
+    preferred : ndarray of bool, shape (V,)
+        The part ``T`` (outside the bound's dual set), preferred over the rest.
+    mu : ndarray, shape (V,)
+        Scores (Fractions for exact input: the float scores, exactly).
+    y : ndarray, shape (V,)
+        The selection marginal (:func:`pair_score_marginal`).
+    residual : ndarray, shape (V,)
+        :math:`\\mathrm{norm}((p - y)_+)`, drawn after a rejection.
+    alpha_value : float or Fraction
+        The selection's acceptance :math:`\\sum_a \\min(p_a, y_a)`, a lower
+        bound on the verifier's membership acceptance.
+    bound : float or Fraction
+        :math:`\\alpha^*_{\\rm wor}(p, q, 2)`.
+    shortfall : float
+        What the Newton method left: :math:`\\sum_{H^*}(p - y)_+ + \\sum_T (y - p)_+`
+        in float arithmetic, the bound minus the selection acceptance.
+    reached : bool
+        Whether ``alpha_value`` equals ``bound`` to 1e-12 (floats) or exactly
+        (Fractions, where float scores usually leave a gap of rounding size).
+    """
+
+    preferred: np.ndarray
+    mu: np.ndarray
+    y: np.ndarray
+    residual: np.ndarray
+    alpha_value: object
+    bound: object
+    shortfall: float
+    reached: bool
+
+
+def pair_score_plan(p, q):
+    """The pair-score rule for ``(p, q)`` and two drafts without replacement (module docstring).
+
+    Parameters
+    ----------
+    p, q : array_like, shape (V,)
+        Target and draft, checked as everywhere (float64, or Fraction
+        objects: the scores are solved in floats and the marginal, residual
+        and acceptance computed exactly from them).
+
+    Returns
+    -------
+    PairScorePlan
+
+    Raises
+    ------
+    InvalidParameterError
+        When ``q`` has fewer than two tokens, or ``p`` is a batch.
+    """
+    from ._pair_rows import pair_row
+
+    row = pair_row(p, q, "pair_score_plan")
+    p, q, pf, qf, exact = row.p, row.q, row.pf, row.qf, row.exact
+    support, in_h, bound = row.support, row.in_h, row.bound
+    e = 1.0 / (1.0 - qf)
+    preferred = ~in_h & support
+    mu, shortfall = np.zeros(qf.size), 0.0
+    for part, sign in ((preferred, -1), (in_h & support, +1)):
+        if part.sum() < 2:
+            continue  # no pair within the part: nothing to score
+        other = support & ~part
+        base = (qf[part] * (e[part] * qf[other].sum() + (qf * e)[other].sum())
+                if sign < 0 else np.zeros(part.sum()))
+        mu[part], _, short = _solve_part(qf[part], e[part], base, pf[part], sign)
+        shortfall += short
+    if exact:
+        best = None
+        for candidate in (np.array([Fraction(float(x)) for x in mu], dtype=object),
+                          _exact_scores(p, q, preferred, mu)):
+            if candidate is None:
+                continue
+            yc = pair_score_marginal(q, preferred, candidate)
+            acc = np.array([min(a, b) for a, b in zip(p, yc)], dtype=object)
+            if best is None or acc.sum() > best[2].sum():
+                best = (candidate, yc, acc)
+        mu, y, accepted = best
+    else:
+        y = pair_score_marginal(qf, preferred, mu)
+        accepted = np.minimum(p, y)
+    value = accepted.sum()
+    left = p - accepted
+    residual = left / left.sum() if left.sum() > 0 else p.copy()
+    reached = bool(value == bound) if exact else bool(abs(value - bound) <= 1e-12)
+    message = ("the rule reaches the bound without replacement" if reached else
+               f"the scores leave {float(bound - value):.3e} below the bound (Newton's "
+               f"shortfall {shortfall:.1e})")
+    return PairScorePlan(
+        preferred=preferred, mu=mu, y=y, residual=residual, alpha_value=value, bound=bound,
+        shortfall=shortfall, reached=reached, method="pair_scores",
+        status="optimal" if reached else "exact", message=message, inputs={},
+    )

@@ -1,0 +1,212 @@
+"""``pair_scores``: the window-sum marginal, exact losslessness, and reaching the bound.
+
+Oracles: the pair sum itself in Fractions and exact enumeration of every ordered
+draw (:func:`spectheory.exact.exact_row`, ``ordered_draft_law``), the bound
+without replacement by enumeration over draft sets and by HiGHS
+(:func:`spectheory.solve_bound`), an exhaustive search over tier rules (HiGHS
+over the coins of every tiering), and ``check_lossless`` at V = 49,152 with its
+stated false-alarm rate.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from spectheory._errors import InvalidDistributionError, InvalidParameterError
+from spectheory.exact import exact_row
+from spectheory.exact._tuples import ordered_draft_law
+from spectheory.solvers.ot_dual import bound, solve_bound
+from spectheory.solvers.pair_scores import pair_score_marginal, pair_score_plan, ramp
+from spectheory.solvers.pair_tiers import pair_tier_plan
+from spectheory.verifiers.pair_scores import pair_scores
+
+from ._rows import peaked_pair
+
+WOR = "without_replacement"
+#: Three tokens where no tier rule reaches the bound (1: every output can be a draft).
+TIERLESS_P, TIERLESS_Q = [7, 8, 1], [8, 5, 5]
+
+
+def _fractions(w):
+    w = [int(x) for x in w]
+    return np.array([F(x, sum(w)) for x in w], dtype=object)
+
+
+def _marginal_by_enumeration(q, preferred, mu):
+    """P(selected = a), summing the rule over every ordered pair without replacement."""
+    y = np.array([F(0)] * len(q), dtype=object)
+    for (a, b), prob in ordered_draft_law(q, 2, WOR):
+        if preferred[a] != preferred[b]:
+            y[a if preferred[a] else b] += prob
+        else:
+            share = ramp(mu[a] - mu[b])
+            y[a] += prob * share
+            y[b] += prob * (1 - share)
+    return y
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_exact_marginal_equals_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    V = int(rng.integers(2, 7))
+    q = _fractions(rng.integers(1, 9, V))
+    preferred = rng.random(V) < 0.4
+    mu = np.array([F(int(k), 3) for k in rng.integers(-5, 6, V)], dtype=object)
+    assert list(pair_score_marginal(q, preferred, mu)) == list(
+        _marginal_by_enumeration(q, preferred, mu)
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_window_sums_equal_the_pair_sum(seed):
+    """The O(V log V) float marginal against the O(V^2) pair sum on the same (exact) inputs."""
+    rng = np.random.default_rng(seed)
+    V = 40
+    q = rng.dirichlet(np.full(V, 0.5))
+    preferred = rng.random(V) < 0.3
+    mu = rng.normal(size=V) * 2 * (rng.random(V) < 0.7)  # ties at 0, gaps inside and out
+    exact = pair_score_marginal(np.array([F(x) for x in q], dtype=object), preferred,
+                                np.array([F(x) for x in mu], dtype=object))
+    np.testing.assert_allclose(pair_score_marginal(q, preferred, mu), exact.astype(float),
+                               rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_law_is_p_and_the_bound_is_reached_exactly(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(8):
+        V = int(rng.integers(3, 6))
+        p = _fractions(rng.integers(0, 6, V) + (np.arange(V) == 0))
+        q = _fractions(rng.integers(1, 7, V))
+        law, acc = exact_row(pair_scores, p, q, 2, WOR)
+        assert list(law) == list(p)
+        hi = solve_bound(p, q, 2, WOR, method="enumerate").exact_value
+        plan = pair_score_plan(p, q)
+        assert plan.reached and plan.alpha_value == hi == acc
+
+
+def test_instance_a_reaches_the_bound_exactly():
+    """docs/theory.md §8.1, instance A, n = 2 without replacement: 139/140 (RRS: 7/8)."""
+    p, q = _fractions([3, 4, 3]), _fractions([6, 3, 1])
+    assert pair_score_plan(p, q).alpha_value == F(139, 140)
+    assert exact_row(pair_scores, p, q, 2, WOR)[1] == F(139, 140)
+
+
+def _ordered_partitions(items):
+    if not items:
+        yield []
+        return
+    for mask in range(1, 1 << len(items)):
+        first = [x for i, x in enumerate(items) if mask >> i & 1]
+        rest = [x for i, x in enumerate(items) if not mask >> i & 1]
+        for tail in _ordered_partitions(rest):
+            yield [first, *tail]
+
+
+def _some_tier_rule_reaches(p, q, in_h):
+    """Exhaustive: every tiering (T's tiers first) with HiGHS over its coins; the marginal
+    is linear in the coins once the tiers are fixed (docs/theory.md §3.14)."""
+    e = 1 / (1 - q)
+    top = [a for a in range(q.size) if not in_h[a]]
+    low = [a for a in range(q.size) if in_h[a]]
+    for tiers in (t + h for t in _ordered_partitions(top) for h in _ordered_partitions(low)):
+        A, b = np.zeros((q.size, q.size)), np.zeros(q.size)
+        for k, G in enumerate(tiers):
+            L = [x for T in tiers[k + 1:] for x in T]
+            for a in G:
+                b[a] = q[a] * (e[a] * q[L].sum() + (q * e)[L].sum() + (q * e)[G].sum()
+                               - q[a] * e[a])
+                A[a, a] += q[a] * e[a] * q[G].sum()
+                A[a, G] -= q[a] * q[G] * e[G]
+        sign = np.where(in_h, -1.0, 1.0)  # y <= p on T, y >= p on H*
+        res = linprog(np.zeros(q.size), A_ub=sign[:, None] * A, b_ub=sign * (p - b) + 1e-12,
+                      bounds=[(0, 1)] * q.size, method="highs")
+        if res.status == 0:
+            return True
+    return False
+
+
+def test_a_row_no_tier_rule_reaches_is_reached_by_the_ramp():
+    """Three tokens where every tier rule, with any coins, stays below the bound (so the
+    tiers of pair_tiers are not enough), while the ramp rule reaches it exactly."""
+    p, q = _fractions(TIERLESS_P), _fractions(TIERLESS_Q)
+    pf, qf = p.astype(float), q.astype(float)
+    in_h = np.asarray(solve_bound(pf, qf, 2, WOR).certificate, dtype=bool).reshape(-1)
+    assert not _some_tier_rule_reaches(pf, qf, in_h)
+    assert not pair_tier_plan(p, q).reached
+    plan = pair_score_plan(p, q)
+    assert plan.reached and plan.bound == 1
+    law, acc = exact_row(pair_scores, p, q, 2, WOR)
+    assert list(law) == list(p) and acc == 1
+
+
+def test_every_random_row_reaches_the_lp_bound():
+    """Float rows, V = 3..8: the plan reaches HiGHS's optimum to 1e-9 on every one (the tier
+    rules reach about 93% of such rows)."""
+    rng = np.random.default_rng(4)
+    for _ in range(120):
+        V = int(rng.integers(3, 9))
+        p, q = rng.dirichlet(np.full(V, 0.6)), rng.dirichlet(np.full(V, 0.6))
+        plan = pair_score_plan(p, q)
+        lp = solve_bound(p, q, 2, WOR, method="lp").value
+        assert plan.reached, plan.message
+        assert abs(plan.alpha_value - lp) < 1e-9
+
+
+def test_check_lossless_and_the_bound_at_full_vocabulary():
+    """V = 49,152: the plan reaches the bound; check_lossless (false-alarm rate 1e-6) finds
+    no loss, and the Monte Carlo acceptance is within 5 standard errors of the bound."""
+    from spectheory.sim.check import check_lossless
+
+    p, q = peaked_pair(49_152, seed=17)
+    p, q = p[0], q[0]
+    plan = pair_score_plan(p, q)
+    assert plan.reached, plan.message
+    assert plan.bound == pytest.approx(bound(p, q, 2, WOR), abs=1e-15)
+    trials = 3000
+    report = check_lossless(pair_scores, p, q, n=2, sampling=WOR, trials=trials, rng=1)
+    assert not report.lossy and not report.exceeds_bound
+    assert abs(report.acceptance - plan.bound) <= 5 * 0.5 / np.sqrt(trials)
+
+
+def test_bad_input_is_refused_by_name():
+    from spectheory.coins import ReplayCoins
+
+    p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    with pytest.raises(InvalidParameterError, match=r"n=3, sampling='without_replacement'"):
+        pair_scores(p, q, (0, 1, 2), ReplayCoins([0.5] * 4))
+    with pytest.raises(InvalidParameterError, match=r"n=2, sampling='iid'"):
+        pair_scores(p, q, (0, 1), ReplayCoins([0.5] * 4), sampling="iid")
+    with pytest.raises(InvalidParameterError, match="at least two tokens; q has 1"):
+        pair_score_plan(p, np.array([1.0, 0.0, 0.0]))
+    with pytest.raises(InvalidParameterError, match="one row"):
+        pair_score_plan(np.tile(p, (2, 1)), np.tile(q, (2, 1)))
+    with pytest.raises(InvalidDistributionError, match="draft has a negative entry"):
+        pair_score_plan(p, np.array([-0.1, 0.5, 0.6]))
+
+
+def test_plan_sees_the_rows_simulate_sees():
+    """A row off by 1e-10 in sum gets exactly the plan of its renormalised row."""
+    from spectheory._validate import as_distribution_pair
+
+    rng = np.random.default_rng(2)
+    p, q = rng.dirichlet(np.ones(30)), rng.dirichlet(np.ones(30))
+    P, Q, _ = as_distribution_pair(p * (1 + 1e-10), q)
+    off, clean = pair_score_plan(p * (1 + 1e-10), q), pair_score_plan(P[0], Q[0])
+    assert off.alpha_value == clean.alpha_value
+    np.testing.assert_array_equal(off.y, clean.y)
+
+
+def test_a_part_of_one_token_needs_no_score():
+    """q uniform on three tokens, p = (1, 1, 8)/10: the needy token is T alone (preferred,
+    y <= p), so no pair lies inside T; its score stays 0 and the rule still reaches the
+    bound exactly."""
+    p, q = _fractions([1, 1, 8]), _fractions([1, 1, 1])
+    plan = pair_score_plan(p, q)
+    assert list(plan.preferred) == [False, False, True] and plan.mu[2] == 0
+    law, acc = exact_row(pair_scores, p, q, 2, WOR)
+    assert list(law) == list(p) and acc == plan.bound == plan.alpha_value
