@@ -44,19 +44,22 @@ def test_section_table_against_exact_acceptances(tmp_path):
         np.testing.assert_allclose(float(r["alpha*_iid"]), iid, atol=1e-9)
         trials = 100 * len(positions)
         if n == 2:  # exact acceptances by enumeration (n = 4 takes minutes)
-            for v in ("rrs_wor", "embedded_iid", "pair_tiers"):
+            for v in ("rrs_wor", "embedded_iid", "pair_tiers", "pair_scores"):
                 exact = np.mean([float(acceptance(v, p[b], q[b], n, "without_replacement"))
                                  for b in range(len(positions))])  # fmt: skip
                 se = np.sqrt(exact * (1 - exact) / trials)
                 assert abs(float(r[v]) - exact) <= Z * se + 1e-12, (v, T, n)
+            from spectheory.verifiers.pair_scores import score_plan
             from spectheory.verifiers.pair_tiers import pair_plan
 
-            reached = sum(pair_plan(p[b], q[b]).reached for b in range(len(positions)))
-            assert r["pair_tiers reached"] == f"{reached}/{len(positions)}"
+            for name, plan in (("pair_tiers", pair_plan), ("pair_scores", score_plan)):
+                reached = sum(plan(p[b], q[b]).reached for b in range(len(positions)))
+                assert r[f"{name} reached"] == f"{reached}/{len(positions)}"
         else:  # embedded_iid between the bounds, up to its Monte Carlo error
             se = 0.5 / np.sqrt(trials)
             assert iid - Z * se <= float(r["embedded_iid"]) <= wor + Z * se
-            assert r["pair_tiers"] == "nan" and r["pair_tiers reached"] == ""
+            for name in ("pair_tiers", "pair_scores"):
+                assert r[name] == "nan" and r[f"{name} reached"] == ""
         assert float(r["difference"]) == float(r["embedded_iid"]) - float(r["rrs_wor"])
     summary = ctx.summary["without_replacement"]
     assert summary["positions"] == 8 and summary["trials"] == 100
@@ -83,8 +86,8 @@ def test_both_verifiers_see_the_same_drafts(monkeypatch):
     monkeypatch.setattr(sim_mod, "simulate", spy)
     trace = synthetic_trace(positions=4, vocab=6, seed=1)
     row = wor_comparison(trace, "exit:1", 1.0, 2, [0, 1, 2, 3], 20)
-    assert [v for v, _ in seen] == ["rrs_wor", "embedded_iid", "pair_tiers"]
-    assert seen[0][1] is seen[1][1] is seen[2][1]
+    assert [v for v, _ in seen] == ["rrs_wor", "embedded_iid", "pair_tiers", "pair_scores"]
+    assert all(du is seen[0][1] for _, du in seen)
     assert row["positions"] == 4
 
 
