@@ -462,9 +462,10 @@ for name, p, q, n in rows_:
 # %% [markdown]
 # On the recorded trace (SmolLM2-135M-Instruct against its trained adapter and its exit 15,
 # `benchmarks/bench_embedded.py`) it sits between RRS without replacement and the bound: it
-# closes part of the gap, not all of it. The verifier that reaches $\alpha^*_{\rm wor}$ at full
-# vocabulary remains open here: it needs a rule family whose mixtures span the bases of the
-# coverage polymatroid without replacement and whose marginals can be computed at full vocabulary.
+# closes part of the gap, not all of it. A verifier that reaches $\alpha^*_{\rm wor}$ at full
+# vocabulary needs a rule family whose mixtures span the bases of the coverage polymatroid
+# without replacement and whose marginals can be computed at full vocabulary: for $n = 2$ the
+# last section gives one (`pair_scores`); for $n > 2$ it remains open.
 
 # %% [markdown]
 # ## Two drafts without replacement: a coin within the tier (`pair_tiers`)
@@ -522,9 +523,10 @@ for name, (pw, qw) in {"part (b)": ([9, 1, 2], [7, 4, 9]), "A": ([3, 4, 3], [6, 
     print(f"{name}: pair_tiers accepts {acc} = alpha*_wor, law = p exactly")
 
 # %% [markdown]
-# Which tiering to take is not proven: the search reaches the bound on most rows, not all
-# (random rows with $V \le 7$ below; the recorded trace in the README). Where it misses, the
-# verifier is still exactly lossless and its selection acceptance is exact, below the bound.
+# The search reaches the bound on most rows, not all (random rows with $V \le 7$ below; the
+# recorded trace in the README), and on some rows no tiering does (next section). Where it
+# misses, the verifier is still exactly lossless and its selection acceptance is exact, below
+# the bound.
 
 # %%
 rng_pt = np.random.default_rng(1)
@@ -535,3 +537,100 @@ for _ in range(100):
     hits += pair_tier_plan(pr, qr).reached
 print(f"pair_tiers reaches alpha*_wor on {hits}/100 random rows")
 assert hits >= 85
+
+# %% [markdown]
+# ## Two drafts without replacement: ramp scores reach the bound on every row (`pair_scores`)
+#
+# Some rows are out of reach of every tier rule, with any coins: for $p = (7, 8, 1)/16$,
+# $q = (8, 5, 5)/18$ the bound is 1 (every output can be a draft), and
+# `tests/verifiers/test_pair_scores.py` tries every tiering with HiGHS over its coins and finds
+# none. The search of `pair_tiers` misses it too:
+
+# %%
+from spectheory.solvers.pair_scores import pair_score_plan, ramp  # noqa: E402
+from spectheory.verifiers.pair_scores import pair_scores  # noqa: E402
+
+p_tl = np.array([F(x, 16) for x in (7, 8, 1)], dtype=object)
+q_tl = np.array([F(x, 18) for x in (8, 5, 5)], dtype=object)
+tl_tiers = pair_tier_plan(p_tl, q_tl)
+print(f"pair_tiers: selection acceptance {float(tl_tiers.alpha_value):.6f}, bound "
+      f"{tl_tiers.bound}")
+assert not tl_tiers.reached
+
+# %% [markdown]
+# **A rule that reaches the bound exists for every row** (docs/theory.md §3.15). Some selection
+# rule reaches the OT optimum (Khisti et al.), and for it
+# $\alpha^* = \sum \min(p, y) \le p(H^*) + y(T) \le p(H^*) + f(T) = \alpha^*$: a pair meeting $T$
+# in one draft selects it, $y \le p$ on $T$, $y \ge p$ on $H^*$. Averaged over the two draw
+# orders it is a pair-by-pair weight $w_{ab} \in [0, 1]$, $w_{ab} + w_{ba} = 1$. Among all such
+# weights take the one nearest a fair coin:
+#
+# $$\min_w \sum_{a<b} M_{ab} (w_{ab} - \tfrac12)^2, \qquad M_{ab} = q_a q_b (e_a + e_b),$$
+#
+# under those linear constraints. A feasible convex QP with linear constraints has multipliers
+# $\mu_a$ (of each constraint's sign), and its Lagrangian separates over the pairs:
+# minimising $M_{ab}[(w - \tfrac12)^2 - (\mu_a - \mu_b) w]$ over $[0, 1]$ gives the *ramp*
+# $w_{ab} = \min(1, \max(0, \tfrac12 + \tfrac{\mu_a - \mu_b}2))$. So the weights are a function
+# of one score per token. Checked here independently: cvxpy solves the QP over the pair weights
+# themselves, and the ramp of its multipliers gives back its weights.
+
+# %%
+import cvxpy as cp  # noqa: E402
+
+
+def nearest_fair_coin(p, q):
+    """The QP of docs/theory.md §3.15 over the pair weights, in cvxpy: its weights, the
+    multipliers as scores, and the bound."""
+    sol = solve_bound(p, q, 2, "without_replacement")
+    in_h = np.asarray(sol.certificate, dtype=bool).reshape(-1)
+    e = 1 / (1 - q)
+    V = q.size
+    pairs = [(a, b) for a in range(V) for b in range(a + 1, V) if in_h[a] == in_h[b]]
+    M = np.array([q[a] * q[b] * (e[a] + e[b]) for a, b in pairs])
+    w = cp.Variable(len(pairs))
+    y = [0 * w[0]] * V
+    for a in range(V):  # T takes every pair it shares with H*
+        for b in range(V):
+            if not in_h[a] and in_h[b]:
+                y[a] = y[a] + q[a] * q[b] * (e[a] + e[b])
+    for k, (a, b) in enumerate(pairs):
+        y[a] = y[a] + M[k] * w[k]
+        y[b] = y[b] + M[k] * (1 - w[k])
+    cap = [y[a] <= p[a] for a in range(V) if not in_h[a]]
+    need = [y[a] >= p[a] for a in range(V) if in_h[a]]
+    cp.Problem(cp.Minimize(cp.sum(cp.multiply(M, cp.square(w - 0.5)))),
+               cap + need + [w >= 0, w <= 1]).solve(solver=cp.CLARABEL)
+    mu = np.zeros(V)
+    mu[~in_h] = [-float(c.dual_value) for c in cap]  # y <= p: the score is minus its multiplier
+    mu[in_h] = [float(c.dual_value) for c in need]
+    return pairs, w.value, mu, float(np.asarray(sol.value).reshape(-1)[0])
+
+
+for pw, qw in (((7, 8, 1), (8, 5, 5)), ((9, 1, 2, 5, 3), (7, 4, 9, 1, 6))):
+    pr, qr = np.array(pw) / sum(pw), np.array(qw) / sum(qw)
+    pairs, w_qp, mu_qp, b_qp = nearest_fair_coin(pr, qr)
+    w_ramp = np.array([ramp(np.array(mu_qp[a] - mu_qp[b])) for a, b in pairs])
+    assert np.abs(w_qp - w_ramp).max() < 1e-6
+    print(f"p ~ {pw}, q ~ {qw}: the ramp of the QP's multipliers gives its weights to "
+          f"{np.abs(w_qp - w_ramp).max():.1e}; bound {b_qp:.6f}")
+
+# %% [markdown]
+# `pair_score_plan` finds the scores without the pairs: it minimises the QP's dual over $\mu$
+# (a projected Newton method), and every sum over pairs it needs is a window sum over the
+# tokens sorted by score, $O(V \log V)$ (docs/theory.md §3.15). On the row no tier rule reaches,
+# it reaches the bound exactly (Fractions), and the verifier's enumerated law is $p$:
+
+# %%
+tl_scores = pair_score_plan(p_tl, q_tl)
+law, acc = exact_row(pair_scores, p_tl, q_tl, 2, "without_replacement")
+assert tl_scores.reached and acc == tl_scores.bound == 1 and list(law) == list(p_tl)
+print(f"pair_scores: scores {[str(x) for x in tl_scores.mu]}, accepts {acc}, law = p exactly")
+
+rng_ps = np.random.default_rng(1)
+hits = 0
+for _ in range(100):
+    V = int(rng_ps.integers(3, 8))
+    pr, qr = rng_ps.dirichlet(np.full(V, 0.6)), rng_ps.dirichlet(np.full(V, 0.6))
+    hits += pair_score_plan(pr, qr).reached
+print(f"pair_scores reaches alpha*_wor on {hits}/100 random rows (the same rows as above)")
+assert hits == 100
