@@ -83,33 +83,39 @@ def ramp(x):
     return min(Fraction(1), max(Fraction(0), half + half * x))
 
 
-def _window_sums(mu, weights, powers):
-    """For every token ``a``: the sums over tokens ``b`` (``b = a`` included) of
-    ``w_b mu_b^k`` over ``mu_b <= mu_a - 1`` (below), over ``|mu_a - mu_b| < 1``
-    (the ramp's window) and over ``mu_b >= mu_a + 1`` (above), for each weight
-    array and each power ``k`` in ``powers``."""
-    order = np.argsort(mu, kind="stable")
-    m = mu[order]
-    lo = np.searchsorted(m, mu - 1.0, side="right")
-    hi = np.searchsorted(m, mu + 1.0, side="left")
-    out = []
-    for w in weights:
-        sums = {}
-        for k in powers:
-            c = np.r_[0.0, np.cumsum(w[order] * m**k if k else w[order])]
-            sums[k] = (c[lo], c[hi] - c[lo], c[-1] - c[hi])
-        out.append(sums)
-    return out
+class _Windows:
+    """The tokens sorted by score, and for every token ``a`` where the tokens ``b`` with
+    ``mu_b <= mu_a - 1`` end (``lo``) and those with ``mu_b >= mu_a + 1`` begin (``hi``).
+
+    Built once per score vector; every pair sum at those scores is then a prefix sum.
+    """
+
+    def __init__(self, mu):
+        self.order = np.argsort(mu, kind="stable")
+        self.m = mu[self.order]
+        # Sorted queries: each search walks the array once.
+        lo = np.searchsorted(self.m, self.m - 1.0, side="right")
+        hi = np.searchsorted(self.m, self.m + 1.0, side="left")
+        self.lo, self.hi = np.empty_like(lo), np.empty_like(hi)
+        self.lo[self.order], self.hi[self.order] = lo, hi
+
+    def sums(self, w, k=0):
+        """For every token ``a``: the sums of ``w_b mu_b^k`` over ``b`` below, within and above
+        the ramp's window ``|mu_a - mu_b| < 1`` (``b = a`` included)."""
+        ws = w[self.order]
+        c = np.r_[0.0, np.cumsum(ws * self.m**k if k else ws)]
+        return c[self.lo], c[self.hi] - c[self.lo], c[-1] - c[self.hi]
 
 
 def _part_state(mu, q, e, base, p):
-    """The part's dual objective :math:`\\Psi(\\mu)` and marginal ``y`` (module docstring)."""
-    qe = q * e
-    sq, sk = _window_sums(mu, (q, qe), (0, 1, 2))
+    """The part's dual objective :math:`\\Psi(\\mu)`, marginal ``y`` (module docstring) and
+    windows."""
+    win = _Windows(mu)
 
-    def weighted(s):  # sum_b w_b ramp(mu_a - mu_b), and sum_b w_b psi(mu_a, mu_b)
-        below, window, above = s[0]
-        mid1, mid2, up1 = s[1][1], s[2][1], s[1][2]
+    def weighted(w):  # sum_b w_b ramp(mu_a - mu_b), and sum_b w_b psi(mu_a, mu_b)
+        below, window, above = win.sums(w)
+        mid1, up1 = win.sums(w, 1)[1:]
+        mid2 = win.sums(w, 2)[1]
         ramp_sum = below + (0.5 + 0.5 * mu) * window - 0.5 * mid1
         # psi(x, m) = h(x - m) - m: 1/4 - x below, -(x-m)^2/4 - x/2 - m/2 within, 1/4 - m above
         psi_sum = ((0.25 - mu) * below
@@ -117,23 +123,22 @@ def _part_state(mu, q, e, base, p):
                    - 0.5 * mid1 + 0.25 * above - up1)
         return ramp_sum, psi_sum
 
-    rq, pq = weighted(sq)
-    rk, pk = weighted(sk)
+    qe = q * e
+    rq, pq = weighted(q)
+    rk, pk = weighted(qe)
     y = base + q * (e * rq + rk) - q * qe  # the b = a term of the sums is q_a^2 e_a
     pairs = 0.5 * np.sum(q * (e * pq + pk) + 2 * q * qe * mu)  # less b = a: psi = -mu_a
-    return -(pairs + mu @ (p - base)), y
+    return -(pairs + mu @ (p - base)), y, win
 
 
-def _hessian(mu, q, e):
-    """The Hessian of Psi as a product ``v -> H v``, and its diagonal."""
+def _hessian(win, q, e):
+    """The Hessian of Psi at the windows' scores, as a product ``v -> H v``, and its diagonal."""
     qe = q * e
-    (zq,), (zk,) = ([s[0][1]] for s in _window_sums(mu, (q, qe), (0,)))
-    weight = e * zq + zk
+    weight = e * win.sums(q)[1] + win.sums(qe)[1]
     diag = 0.5 * q * (weight - 2 * qe)  # the b = a term of the window adds nothing
 
     def product(v):
-        (zqv,), (zkv,) = ([s[0][1]] for s in _window_sums(mu, (q * v, qe * v), (0,)))
-        return 0.5 * q * (v * weight - (e * zqv + zkv))
+        return 0.5 * q * (v * weight - (e * win.sums(q * v)[1] + win.sums(qe * v)[1]))
 
     return product, diag
 
@@ -169,7 +174,7 @@ def _solve_part(q, e, base, p, sign):
     def project(x):
         return np.maximum(x, 0.0) if sign > 0 else np.minimum(x, 0.0)
 
-    value, y = _part_state(mu, q, e, base, p)
+    value, y, win = _part_state(mu, q, e, base, p)
     short = float(np.maximum(sign * (p - y), 0.0).sum())
     for _ in range(MAX_NEWTON_STEPS):
         if short <= SHORTFALL_TOLERANCE:
@@ -179,12 +184,12 @@ def _solve_part(q, e, base, p, sign):
         worst = float(np.abs(grad[free]).max()) if free.any() else 0.0
         if worst == 0.0:
             break
-        product, diag = _hessian(mu, q, e)
+        product, diag = _hessian(win, q, e)
         direction = _conjugate_gradients(product, diag, -grad, free, 1e-3 * worst)
         t = 1.0
         while True:
             trial = project(mu + t * direction)
-            v, yt = _part_state(trial, q, e, base, p)
+            v, yt, wt = _part_state(trial, q, e, base, p)
             st = float(np.maximum(sign * (p - yt), 0.0).sum())
             # Near the optimum Psi's decrease drowns in its rounding; the shortfall does not.
             if v <= value - 1e-4 * abs(grad @ (trial - mu)) or st < 0.5 * short or t < 1e-10:
@@ -192,7 +197,7 @@ def _solve_part(q, e, base, p, sign):
             t *= 0.5
         if st >= short and v >= value:
             break  # no progress at all: keep the best scores
-        mu, value, y, short = trial, v, yt, st
+        mu, value, y, short, win = trial, v, yt, st, wt
     return mu, y, short
 
 
