@@ -71,6 +71,17 @@ __all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
 SHORTFALL_TOLERANCE = 2e-14
 #: Newton steps per part; past it the scores reached are kept (the rule stays lossless).
 MAX_NEWTON_STEPS = 100
+#: Largest move of any score in one Newton step: a step across many windows at once lands
+#: where the Hessian it came from says nothing (a cluster of scores with no pair in a window
+#: has a flat direction, along which a full step is unbounded).
+MAX_SCORE_STEP = 4.0
+#: Scores are kept within [-SCORE_LIMIT, SCORE_LIMIT]: only gaps up to 1 matter, and the window
+#: sums lose digits in proportion to the scores' size.
+SCORE_LIMIT = 64.0
+#: Smallest step fraction the line search tries.
+MIN_STEP = 1e-6
+#: Newton steps without halving the least shortfall after which the solve stops.
+STALL_STEPS = 8
 #: Conjugate-gradient steps per Newton step.
 MAX_CG_STEPS = 200
 
@@ -83,14 +94,31 @@ def ramp(x):
     return min(Fraction(1), max(Fraction(0), half + half * x))
 
 
+def _inverse_rest(q):
+    r"""\ :math:`e_a = 1 / \sum_{b \ne a} q_b`, the second draft's normaliser after ``a``.
+
+    Summed from the rest, as the draft sampler does: for a draft with
+    :math:`q_a = 1 - 10^{-5}`, ``1 - q_a`` would keep only 11 digits of it.
+    """
+    rest = q.sum() - q
+    if q.size and q.max() > 0.5:  # at most one token; its rest is summed directly
+        big = int(np.argmax(q))
+        rest[big] = np.delete(q, big).sum()
+    return 1.0 / rest
+
+
 class _Windows:
     """The tokens sorted by score, and for every token ``a`` where the tokens ``b`` with
     ``mu_b <= mu_a - 1`` end (``lo``) and those with ``mu_b >= mu_a + 1`` begin (``hi``).
 
     Built once per score vector; every pair sum at those scores is then a prefix sum.
+    A token of weight above 1/2 (at most one) is kept out of the prefix sums and added
+    on its own: its :math:`e_a = 1/(1 - q_a)` multiplies its pair sums, so a prefix sum
+    holding its own weight would lose the digits that carry its marginal.
     """
 
-    def __init__(self, mu):
+    def __init__(self, mu, q):
+        self.mu = mu
         self.order = np.argsort(mu, kind="stable")
         self.m = mu[self.order]
         # Sorted queries: each search walks the array once.
@@ -98,21 +126,36 @@ class _Windows:
         hi = np.searchsorted(self.m, self.m + 1.0, side="left")
         self.lo, self.hi = np.empty_like(lo), np.empty_like(hi)
         self.lo[self.order], self.hi[self.order] = lo, hi
+        self.big = int(np.argmax(q)) if q.size and q.max() > 0.5 else None
 
     def sums(self, w, k=0):
-        """For every token ``a``: the sums of ``w_b mu_b^k`` over ``b`` below, within and above
-        the ramp's window ``|mu_a - mu_b| < 1`` (``b = a`` included)."""
+        """For every token ``a``: the sums of ``w_b mu_b^k`` over the tokens ``b != a`` below,
+        within and above the ramp's window ``|mu_a - mu_b| < 1``."""
+        own = w * self.mu**k if k else w
+        big = self.big
+        if big is not None:
+            w = w.copy()
+            w[big] = 0.0
         ws = w[self.order]
         c = np.r_[0.0, np.cumsum(ws * self.m**k if k else ws)]
-        return c[self.lo], c[self.hi] - c[self.lo], c[-1] - c[self.hi]
+        below, window, above = c[self.lo], c[self.hi] - c[self.lo], c[-1] - c[self.hi]
+        window = window - (own if big is None else np.where(np.arange(w.size) == big, 0.0, own))
+        if big is not None:  # the big token's own term, for every other token
+            gap = self.mu - self.mu[big]
+            term = own[big]
+            below = below + np.where(gap >= 1.0, term, 0.0)
+            window = window + np.where(np.abs(gap) < 1.0, term, 0.0)
+            above = above + np.where(gap <= -1.0, term, 0.0)
+            window[big] -= term  # its own gap is 0: it was added to its window
+        return below, window, above
 
 
 def _part_state(mu, q, e, base, p):
     """The part's dual objective :math:`\\Psi(\\mu)`, marginal ``y`` (module docstring) and
     windows."""
-    win = _Windows(mu)
+    win = _Windows(mu, q)
 
-    def weighted(w):  # sum_b w_b ramp(mu_a - mu_b), and sum_b w_b psi(mu_a, mu_b)
+    def weighted(w):  # sum_{b != a} w_b ramp(mu_a - mu_b), and sum_{b != a} w_b psi(mu_a, mu_b)
         below, window, above = win.sums(w)
         mid1, up1 = win.sums(w, 1)[1:]
         mid2 = win.sums(w, 2)[1]
@@ -126,8 +169,8 @@ def _part_state(mu, q, e, base, p):
     qe = q * e
     rq, pq = weighted(q)
     rk, pk = weighted(qe)
-    y = base + q * (e * rq + rk) - q * qe  # the b = a term of the sums is q_a^2 e_a
-    pairs = 0.5 * np.sum(q * (e * pq + pk) + 2 * q * qe * mu)  # less b = a: psi = -mu_a
+    y = base + q * (e * rq + rk)
+    pairs = 0.5 * np.sum(q * (e * pq + pk))  # each unordered pair counted from both ends
     return -(pairs + mu @ (p - base)), y, win
 
 
@@ -135,7 +178,7 @@ def _hessian(win, q, e):
     """The Hessian of Psi at the windows' scores, as a product ``v -> H v``, and its diagonal."""
     qe = q * e
     weight = e * win.sums(q)[1] + win.sums(qe)[1]
-    diag = 0.5 * q * (weight - 2 * qe)  # the b = a term of the window adds nothing
+    diag = 0.5 * q * weight
 
     def product(v):
         return 0.5 * q * (v * weight - (e * win.sums(q * v)[1] + win.sums(qe * v)[1]))
@@ -168,37 +211,50 @@ def _conjugate_gradients(product, diag, rhs, free, tol):
 
 def _solve_part(q, e, base, p, sign):
     """Scores of one part: ``sign = +1`` for ``y >= p`` (:math:`\\mu \\ge 0`), ``-1`` for
-    ``y <= p`` (:math:`\\mu \\le 0`).  Returns ``(mu, y, shortfall)``."""
+    ``y <= p`` (:math:`\\mu \\le 0`).  Returns the scores of least shortfall met,
+    ``(mu, y, shortfall)``."""
     mu = np.zeros(q.size)
 
     def project(x):
-        return np.maximum(x, 0.0) if sign > 0 else np.minimum(x, 0.0)
+        return np.clip(x, 0.0, SCORE_LIMIT) if sign > 0 else np.clip(x, -SCORE_LIMIT, 0.0)
 
     value, y, win = _part_state(mu, q, e, base, p)
     short = float(np.maximum(sign * (p - y), 0.0).sum())
+    best, stalled = (mu, y, short), 0
     for _ in range(MAX_NEWTON_STEPS):
-        if short <= SHORTFALL_TOLERANCE:
+        if best[2] <= SHORTFALL_TOLERANCE or stalled >= STALL_STEPS:
             break
         grad = y - p
-        free = ~((mu == 0) & (sign * grad >= 0))  # a bound the gradient presses against stays
+        # A score at a bound that the gradient presses against stays there.
+        at_zero = (mu == 0) & (sign * grad >= 0)
+        at_limit = (np.abs(mu) == SCORE_LIMIT) & (sign * grad <= 0)
+        free = ~(at_zero | at_limit)
         worst = float(np.abs(grad[free]).max()) if free.any() else 0.0
         if worst == 0.0:
             break
         product, diag = _hessian(win, q, e)
         direction = _conjugate_gradients(product, diag, -grad, free, 1e-3 * worst)
+        # Clipped per score, not scaled: a flat direction must not shrink the others' steps.
+        direction = np.clip(direction, -MAX_SCORE_STEP, MAX_SCORE_STEP)
+        # Psi's decrease counts only beyond its rounding; near the optimum the shortfall,
+        # which does not drown, decides.
+        noise = 1e-14 * (1.0 + abs(value))
         t = 1.0
         while True:
             trial = project(mu + t * direction)
             v, yt, wt = _part_state(trial, q, e, base, p)
             st = float(np.maximum(sign * (p - yt), 0.0).sum())
-            # Near the optimum Psi's decrease drowns in its rounding; the shortfall does not.
-            if v <= value - 1e-4 * abs(grad @ (trial - mu)) or st < 0.5 * short or t < 1e-10:
+            if (v <= value - 1e-4 * abs(grad @ (trial - mu)) - noise or st < 0.5 * short
+                    or t < MIN_STEP):
                 break
             t *= 0.5
-        if st >= short and v >= value:
-            break  # no progress at all: keep the best scores
+        if st >= short and v >= value - noise:
+            break  # no progress at all
         mu, value, y, short, win = trial, v, yt, st, wt
-    return mu, y, short
+        stalled = 0 if short < 0.5 * best[2] else stalled + 1  # a real gain resets the count
+        if short < best[2]:
+            best = (mu, y, short)
+    return best
 
 
 def pair_score_marginal(q, preferred, mu):
@@ -233,7 +289,7 @@ def pair_score_marginal(q, preferred, mu):
                 y[a] += mass * share
                 y[b] += mass * (1 - share)
         return y
-    e = 1.0 / (1.0 - q)
+    e = _inverse_rest(q)
     y = np.zeros_like(q)
     for part in (preferred, ~preferred):
         other = ~part
@@ -290,9 +346,11 @@ def _exact_scores(p, q, preferred, mu):
                     rhs[k] -= mass if preferred[a] else 0
                     continue
                 gap = float(mu[a]) - float(mu[b])
-                if gap >= 1:
+                # A gap at the window's edge (to rounding) is taken as inside: the ramp is
+                # continuous there, and the equation keeps its dependence on both scores.
+                if gap >= 1 + 1e-9:
                     rhs[k] -= mass
-                elif gap > -1:  # the window: mass (1/2 + (mu_a - mu_b)/2)
+                elif gap > -1 - 1e-9:  # the window: mass (1/2 + (mu_a - mu_b)/2)
                     rhs[k] -= mass / 2
                     matrix[k][k] += mass / 2
                     if b in where:
@@ -370,7 +428,7 @@ def pair_score_plan(p, q):
     row = pair_row(p, q, "pair_score_plan")
     p, q, pf, qf, exact = row.p, row.q, row.pf, row.qf, row.exact
     support, in_h, bound = row.support, row.in_h, row.bound
-    e = 1.0 / (1.0 - qf)
+    e = _inverse_rest(qf)
     preferred = ~in_h & support
     mu, shortfall = np.zeros(qf.size), 0.0
     for part, sign in ((preferred, -1), (in_h & support, +1)):
