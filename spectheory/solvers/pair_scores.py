@@ -140,13 +140,13 @@ class _Windows:
         c = np.r_[0.0, np.cumsum(ws * self.m**k if k else ws)]
         below, window, above = c[self.lo], c[self.hi] - c[self.lo], c[-1] - c[self.hi]
         window = window - (own if big is None else np.where(np.arange(w.size) == big, 0.0, own))
-        if big is not None:  # the big token's own term, for every other token
+        if big is not None:  # the big token's term, for every other token (added, never
+            # added and taken away: that would cancel the big token's own small sums)
             gap = self.mu - self.mu[big]
-            term = own[big]
+            term = np.where(np.arange(gap.size) == big, 0.0, own[big])
             below = below + np.where(gap >= 1.0, term, 0.0)
             window = window + np.where(np.abs(gap) < 1.0, term, 0.0)
             above = above + np.where(gap <= -1.0, term, 0.0)
-            window[big] -= term  # its own gap is 0: it was added to its window
         return below, window, above
 
 
@@ -278,7 +278,8 @@ def pair_score_marginal(q, preferred, mu):
     preferred = np.asarray(preferred, dtype=bool)
     if q.dtype == object:
         V, y = len(q), np.array([Fraction(0)] * len(q), dtype=object)
-        e = [1 / (1 - x) for x in q]
+        total = sum(q)
+        e = [1 / (total - x) for x in q]  # the rest's own sum, as in the float path
         for a in range(V):
             for b in range(a + 1, V):
                 mass = q[a] * q[b] * (e[a] + e[b])

@@ -75,6 +75,24 @@ def test_window_sums_equal_the_pair_sum(seed):
                                rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("top", [1 - 1e-5, 1 - 1e-9])
+def test_window_sums_keep_their_digits_for_a_peaked_draft(top):
+    """A draft with q_max = 1 - 1e-5 (or 1e-9): e_a = 1/(1 - q_a) is large, so 1 - q_a, or a
+    prefix sum holding q_a, would lose 5 (9) digits of the marginal; the float marginal
+    must still match the Fraction pair sum on the same floats to 1e-15 relative."""
+    rng = np.random.default_rng(5)
+    V = 30
+    rest = rng.dirichlet(np.full(V - 1, 0.5)) * (1 - top)
+    q = np.r_[top, rest]
+    preferred = rng.random(V) < 0.3
+    preferred[0] = False
+    mu = rng.normal(size=V) * 1.5 * (rng.random(V) < 0.7)
+    exact = pair_score_marginal(np.array([F(x) for x in q], dtype=object), preferred,
+                                np.array([F(x) for x in mu], dtype=object)).astype(float)
+    np.testing.assert_allclose(pair_score_marginal(q, preferred, mu), exact, rtol=1e-14,
+                               atol=1e-300)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_exact_law_is_p_and_the_bound_is_reached_exactly(seed):
     rng = np.random.default_rng(seed)
