@@ -54,7 +54,7 @@ def pair_row(p, q, caller):
         raise InvalidParameterError(f"{caller} takes one row; got target of shape {np.shape(p)}")
     p, q = P[0], Q[0]
     exact = p.dtype == object
-    support = np.asarray([x != 0 for x in q], dtype=bool)
+    support = (np.asarray([x != 0 for x in q], dtype=bool) if exact else q != 0)
     if support.sum() < 2:
         raise InvalidParameterError(
             f"two drafts without replacement need a draft with at least two tokens; q has "

@@ -71,10 +71,11 @@ __all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
 SHORTFALL_TOLERANCE = 2e-14
 #: Newton steps per part; past it the scores reached are kept (the rule stays lossless).
 MAX_NEWTON_STEPS = 100
-#: Largest move of any score in one Newton step: a step across many windows at once lands
-#: where the Hessian it came from says nothing (a cluster of scores with no pair in a window
-#: has a flat direction, along which a full step is unbounded).
-MAX_SCORE_STEP = 4.0
+#: Largest move of any score in one Newton step, one window's width: the Hessian says nothing
+#: beyond the windows it came from (a cluster of scores with no pair in a window has a flat
+#: direction, along which a full step is unbounded; a score that must leave every window
+#: took many halved steps when allowed 4).
+MAX_SCORE_STEP = 1.0
 #: Scores are kept within [-SCORE_LIMIT, SCORE_LIMIT]: only gaps up to 1 matter, and the window
 #: sums lose digits in proportion to the scores' size.
 SCORE_LIMIT = 64.0
