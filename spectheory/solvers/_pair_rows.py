@@ -1,4 +1,5 @@
-"""The checked row, bound and dual set shared by the two-draft plans without replacement."""
+"""The checked row, bound and dual set shared by the two-draft plans without replacement, and
+the second draft's normaliser."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError
+
+
+def inverse_rest(q):
+    r"""\ :math:`e_a = 1 / \sum_{b \ne a} q_b`, the second draft's normaliser after ``a``.
+
+    Summed from the rest, as the draft sampler does: for a draft with
+    :math:`q_a = 1 - 10^{-5}`, ``1 - q_a`` would keep only 11 digits of it.
+    """
+    rest = q.sum() - q
+    if q.size and q.max() > 0.5:  # at most one token; its rest is summed directly
+        big = int(np.argmax(q))
+        rest[big] = np.delete(q, big).sum()
+    return 1.0 / rest
 
 
 @dataclass(frozen=True)

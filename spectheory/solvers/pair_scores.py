@@ -63,6 +63,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._pair_rows import inverse_rest
 from ._result import SolverResult
 
 __all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
@@ -93,19 +94,6 @@ def ramp(x):
         return np.clip(0.5 + 0.5 * x, 0.0, 1.0)
     half = Fraction(1, 2)
     return min(Fraction(1), max(Fraction(0), half + half * x))
-
-
-def _inverse_rest(q):
-    r"""\ :math:`e_a = 1 / \sum_{b \ne a} q_b`, the second draft's normaliser after ``a``.
-
-    Summed from the rest, as the draft sampler does: for a draft with
-    :math:`q_a = 1 - 10^{-5}`, ``1 - q_a`` would keep only 11 digits of it.
-    """
-    rest = q.sum() - q
-    if q.size and q.max() > 0.5:  # at most one token; its rest is summed directly
-        big = int(np.argmax(q))
-        rest[big] = np.delete(q, big).sum()
-    return 1.0 / rest
 
 
 class _Windows:
@@ -291,7 +279,7 @@ def pair_score_marginal(q, preferred, mu):
                 y[a] += mass * share
                 y[b] += mass * (1 - share)
         return y
-    e = _inverse_rest(q)
+    e = inverse_rest(q)
     y = np.zeros_like(q)
     for part in (preferred, ~preferred):
         other = ~part
@@ -430,7 +418,7 @@ def pair_score_plan(p, q):
     row = pair_row(p, q, "pair_score_plan")
     p, q, pf, qf, exact = row.p, row.q, row.pf, row.qf, row.exact
     support, in_h, bound = row.support, row.in_h, row.bound
-    e = _inverse_rest(qf)
+    e = inverse_rest(qf)
     preferred = ~in_h & support
     mu, shortfall = np.zeros(qf.size), 0.0
     for part, sign in ((preferred, -1), (in_h & support, +1)):

@@ -54,6 +54,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._pair_rows import inverse_rest
 from ._result import SolverResult
 
 __all__ = ["PairTierPlan", "pair_marginal", "pair_tier_plan", "tier_coins"]
@@ -87,7 +88,8 @@ def pair_marginal(q, tier, alpha):
         :math:`g_a = P(a \text{ is selected})`; ``sum(g) = 1``.
     """
     one = 1 + 0 * q[0]
-    e = np.array([one / (one - x) for x in q], dtype=object) if q.dtype == object else 1 / (1 - q)
+    e = (np.array([one / (one - x) for x in q], dtype=object) if q.dtype == object
+         else inverse_rest(q))
     qe = q * e
     g = np.zeros_like(q)
     if q.dtype == object:
@@ -328,7 +330,7 @@ def pair_tier_plan(p, q, *, grid=GRID):
     p, q, pf, qf, exact, in_h, bound = (row.p, row.q, row.pf, row.qf, row.exact, row.in_h,
                                         row.bound)
     support = np.flatnonzero(row.support)
-    e = 1.0 / (1.0 - qf)
+    e = inverse_rest(qf)
     ratio = np.zeros_like(qf)
     ratio[support] = pf[support] / qf[support]
     top = support[~in_h[support]]
