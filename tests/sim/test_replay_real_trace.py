@@ -119,3 +119,27 @@ def test_transport_verifiers_reach_the_bound_without_replacement_on_the_ngram_dr
     assert np.minimum(p, r_beta).sum() == pytest.approx(alpha, abs=1e-12)
     report = check_lossless(khisti, p, q, n=2, sampling="without_replacement", trials=2000, rng=5)
     assert not report.lossy and not report.exceeds_bound
+
+
+def test_pair_scores_reaches_the_bound_without_replacement_on_every_position(trace):
+    """The recorded trace at V = 49,152, exit:25 draft, n = 2 without replacement: the ramp
+    score plan reaches alpha*_wor at every position and temperature (its selection acceptance
+    equals the bound to 1e-12), and ``check_lossless`` (false-alarm rate 1e-6) judges the
+    verifier lossless at one of them."""
+    from spectheory.distributions import process_logits
+    from spectheory.sim.check import check_lossless
+    from spectheory.solvers.pair_scores import pair_score_plan
+    from spectheory.verifiers.pair_scores import pair_scores
+
+    for T in (0.7, 1.0):
+        P = process_logits(trace.target_logits.astype(np.float64), T)
+        Q = process_logits(trace.draft_logits("exit:25").astype(np.float64), T)
+        assert P.shape[1] == 49_152
+        for i in range(P.shape[0]):
+            plan = pair_score_plan(P[i], Q[i])
+            assert plan.reached, (T, i, plan.message)
+            assert plan.bound == pytest.approx(
+                float(stt.bound(P[i], Q[i], 2, "without_replacement")), abs=1e-15)
+    report = check_lossless(pair_scores, P[0], Q[0], n=2, sampling="without_replacement",
+                            trials=2000, rng=5)
+    assert not report.lossy and not report.exceeds_bound
