@@ -609,7 +609,7 @@ def nearest_fair_coin(p, q):
 for pw, qw in (((7, 8, 1), (8, 5, 5)), ((9, 1, 2, 5, 3), (7, 4, 9, 1, 6))):
     pr, qr = np.array(pw) / sum(pw), np.array(qw) / sum(qw)
     pairs, w_qp, mu_qp, b_qp = nearest_fair_coin(pr, qr)
-    w_ramp = np.array([ramp(np.array(mu_qp[a] - mu_qp[b])) for a, b in pairs])
+    w_ramp = np.array([ramp(mu_qp[a] - mu_qp[b]) for a, b in pairs])
     assert np.abs(w_qp - w_ramp).max() < 1e-6
     print(f"p ~ {pw}, q ~ {qw}: the ramp of the QP's multipliers gives its weights to "
           f"{np.abs(w_qp - w_ramp).max():.1e}; bound {b_qp:.6f}")

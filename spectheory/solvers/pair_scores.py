@@ -89,11 +89,14 @@ MAX_CG_STEPS = 200
 
 
 def ramp(x):
-    r"""The selection weight :math:`w(x) = \min(1, \max(0, 1/2 + x/2))` (floats or Fractions)."""
-    if isinstance(x, np.ndarray) and x.dtype != object:
-        return np.clip(0.5 + 0.5 * x, 0.0, 1.0)
-    half = Fraction(1, 2)
-    return min(Fraction(1), max(Fraction(0), half + half * x))
+    r"""The selection weight :math:`w(x) = \min(1, \max(0, 1/2 + x/2))`.
+
+    A Fraction gives a Fraction (exact); a float or an array of floats gives float64.
+    """
+    if isinstance(x, Fraction):
+        half = Fraction(1, 2)
+        return min(Fraction(1), max(Fraction(0), half + half * x))
+    return np.clip(0.5 + 0.5 * np.asarray(x, dtype=np.float64), 0.0, 1.0)
 
 
 class _Windows:

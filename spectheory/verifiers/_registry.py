@@ -359,7 +359,8 @@ _ENTRIES = [
              "one tier search per row (a sort, then O(V) per candidate tier), then O(1) per trial",
              n_values=(2,)),
     _builtin("pair_scores", pair_scores,
-             "spectheory: ramp score rule for two drafts without replacement (reaches the bound)",
+             "spectheory: ramp score rule for two drafts without replacement (reaches the bound, "
+             "certified per row)",
              "2410.18234, 2502.18779", ("without_replacement",), True, None, (),
              "one projected Newton solve per row (O(V log V) a step), then O(1) per trial",
              n_values=(2,)),
