@@ -294,20 +294,32 @@ def pair_score_marginal(q, preferred, mu):
     return y
 
 
-def _solve_exactly(matrix, rhs):
-    """Gaussian elimination in Fractions; None when the matrix is singular."""
-    n = len(rhs)
+def _solve_exactly(matrix, rhs, default):
+    """A solution of ``matrix x = rhs`` in Fractions (Gauss-Jordan): free unknowns (a singular
+    system, as when every token of a part is tight and only differences of scores matter)
+    take their ``default``.  None when the system is inconsistent."""
+    n, m = len(rhs), len(default)
     a = [[*row, r] for row, r in zip(matrix, rhs)]
-    for col in range(n):
-        pivot = next((r for r in range(col, n) if a[r][col] != 0), None)
+    pivots, row = [], 0
+    for col in range(m):
+        pivot = next((r for r in range(row, n) if a[r][col] != 0), None)
         if pivot is None:
-            return None
-        a[col], a[pivot] = a[pivot], a[col]
+            continue
+        a[row], a[pivot] = a[pivot], a[row]
+        a[row] = [x / a[row][col] for x in a[row]]
         for r in range(n):
-            if r != col and a[r][col] != 0:
-                f = a[r][col] / a[col][col]
-                a[r] = [x - f * y for x, y in zip(a[r], a[col])]
-    return [a[r][n] / a[r][r] for r in range(n)]
+            if r != row and a[r][col] != 0:
+                f = a[r][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[row])]
+        pivots.append(col)
+        row += 1
+    if any(a[r][m] != 0 for r in range(row, n)):
+        return None
+    x = [Fraction(d) for d in default]
+    free = [c for c in range(m) if c not in pivots]
+    for r, col in enumerate(pivots):
+        x[col] = a[r][m] - sum((a[r][c] * x[c] for c in free), Fraction(0))
+    return x
 
 
 def _exact_scores(p, q, preferred, mu):
@@ -316,7 +328,8 @@ def _exact_scores(p, q, preferred, mu):
     With the pattern of the float scores fixed (which pairs lie in the ramp's
     window, which tokens have a non-zero score), each tight token's equation
     :math:`y_a(\mu) = p_a` is linear in the scores; it is solved exactly.  The
-    caller keeps the result only if its exact acceptance is better.
+    caller keeps the result only if its exact acceptance is better.  None when the
+    equations have no solution with that pattern.
     """
     V = len(q)
     e = [1 / (1 - x) for x in q]
@@ -348,7 +361,10 @@ def _exact_scores(p, q, preferred, mu):
                     matrix[k][k] += mass / 2
                     if b in where:
                         matrix[k][where[b]] -= mass / 2
-        solved = _solve_exactly(matrix, rhs)
+        # A token whose pairs all lie outside the window has an equation without scores, and
+        # a part whose tokens are all tight fixes only differences: the free scores keep
+        # their float values.
+        solved = _solve_exactly(matrix, rhs, [float(mu[a]) for a in tight])
         if solved is None:
             return None
         for a, x in zip(tight, solved):

@@ -107,6 +107,19 @@ def test_exact_law_is_p_and_the_bound_is_reached_exactly(seed):
         assert plan.reached and plan.alpha_value == hi == acc
 
 
+@pytest.mark.parametrize(("wp", "wq"), [([0, 0, 4, 5], [1, 0, 4, 5]), ([5, 0, 6], [5, 1, 5])])
+def test_exact_rescoring_of_rows_the_random_profile_found(wp, wq):
+    """Shrunk failures of the thorough hypothesis profile, frozen: a tight token whose pairs
+    all lie outside the window (its equation names no score), and a part whose tokens are
+    all tight (only score differences are fixed, a singular system).  Both reach the bound,
+    1, exactly."""
+    p, q = _fractions(wp), _fractions(wq)
+    plan = pair_score_plan(p, q)
+    assert plan.reached and plan.alpha_value == plan.bound == 1
+    law, acc = exact_row(pair_scores, p, q, 2, WOR)
+    assert list(law) == list(p) and acc == 1
+
+
 def test_instance_a_reaches_the_bound_exactly():
     """docs/theory.md §8.1, instance A, n = 2 without replacement: 139/140 (RRS: 7/8)."""
     p, q = _fractions([3, 4, 3]), _fractions([6, 3, 1])
