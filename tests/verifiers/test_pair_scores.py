@@ -164,10 +164,15 @@ def _some_tier_rule_reaches(p, q, in_h):
 def test_a_row_no_tier_rule_reaches_is_reached_by_the_ramp():
     """Three tokens where every tier rule, with any coins, stays below the bound (so the
     tiers of pair_tiers are not enough), while the ramp rule reaches it exactly."""
+    def dual_set(pf, qf):
+        return np.asarray(solve_bound(pf, qf, 2, WOR).certificate, dtype=bool).reshape(-1)
+
+    # Positive control: the search finds the tiering that reaches instance A's bound.
+    pa, qa = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    assert _some_tier_rule_reaches(pa, qa, dual_set(pa, qa))
     p, q = _fractions(TIERLESS_P), _fractions(TIERLESS_Q)
     pf, qf = p.astype(float), q.astype(float)
-    in_h = np.asarray(solve_bound(pf, qf, 2, WOR).certificate, dtype=bool).reshape(-1)
-    assert not _some_tier_rule_reaches(pf, qf, in_h)
+    assert not _some_tier_rule_reaches(pf, qf, dual_set(pf, qf))
     assert not pair_tier_plan(p, q).reached
     plan = pair_score_plan(p, q)
     assert plan.reached and plan.bound == 1
