@@ -45,9 +45,11 @@ Hessian is the Laplacian of the pairs with :math:`|\mu_a - \mu_b| < 1`
 are window sums of ``q`` and :math:`q e` over the tokens sorted by score:
 :math:`y`, :math:`\Psi` and a Hessian product take :math:`O(V \log V)`, not
 :math:`O(V^2)`.  The projected Newton method (conjugate gradients with the
-Hessian's diagonal as preconditioner, step halving on :math:`\Psi` or on the
-shortfall) stops when the shortfall :math:`\sum_{H^*}(p - y)_+ +
-\sum_T (y - p)_+` is at rounding level (``SHORTFALL_TOLERANCE``).
+Hessian's diagonal as preconditioner, each score moving at most one window's
+width, step halving on :math:`\Psi` or on the shortfall) stops when the
+shortfall :math:`\sum_{H^*}(p - y)_+ + \sum_T (y - p)_+` is at rounding level
+(``SHORTFALL_TOLERANCE``) or has not halved in ``STALL_STEPS`` steps, and keeps
+the best scores it met.
 
 References
 ----------
