@@ -35,6 +35,17 @@ Worked numbers: docs/theory.md §8.1 (``p = [.3, .4, .3]``, ``q = [.6, .3, .1]``
   5/18 (the first draft); token 0 accepted with ``0.3/0.41 = 30/41 = 0.732``; the
   residual ``norm((p - y)_+) = [0, 0, 1]``.  With ``P_Y``, ``Q_Y``: ``y = [0, 0.81,
   0.19]``, residual ``[20/51, 0, 31/51]``; a ``q = 0`` draft is never selected.
+* ``pair_scores``, and ``optimal`` with two drafts without replacement (docs/theory.md
+  §3.15): :math:`H^* = \\{0, 1\\}`, ``T = {2}``; the pairs have probability
+  ``M_01 = 0.18 (1/0.4 + 1/0.7) = 99/140``, ``M_02 = 13/60``, ``M_12 = 8/105``.  A pair
+  meeting ``T`` selects 2: ``y_2 = M_02 + M_12 = 41/140 < p_2``, accepted always.  The pair
+  ``{0, 1}`` selects 0 with ``w(mu_0 - mu_1) = 43/99`` (scores ``mu = (0, 13/99, 0)``), so
+  ``y_0 = 43/140``, ``y_1 = 56/140 = p_1``: token 0 accepted with ``42/43 = 0.977``, token
+  1 always; residual ``[0, 0, 1]``.  The first coin ``u_0`` selects the first draft below
+  its weight (1 or 0 when one draft is in ``T``).  With ``P_Y``, ``Q_Y``: the only pair is
+  ``{1, 2}``, a fair coin, ``y = [0, 1/2, 1/2]``, residual ``[1, 0, 0]``; a ``q = 0`` draft
+  selected is rejected (``y = 0``).  With ``P_Z``, ``Q_Z``: ``T = {0, 1}``, so the ``q = 0``
+  draft 2 is never selected against a token of ``T``.
 """
 
 from __future__ import annotations
@@ -120,6 +131,28 @@ CASES = [
     Case("optimal one tier, residual", "optimal", "iid", P, Q, (0, 1), (0.9, 0.75, 0.0), 2),
     Case("optimal repeated 0, residual", "optimal", "iid", P, Q, (0, 0), (0.1, 0.8, 0.0), 2),
     Case("optimal one draft is sd", "optimal", "iid", P, Q, (0,), (0.6, 0.1), 1),
+    # pair_scores and optimal, two drafts without replacement: selection u0, accept u1,
+    # residual u2.
+    *(case
+      for name in ("pair_scores", "optimal")
+      for case in (
+          Case(f"{name} only b in T", name, "without_replacement", P, Q, (0, 2),
+               (0.0, 0.99, 0.0), 2),
+          Case(f"{name} only a in T", name, "without_replacement", P, Q, (2, 0),
+               (0.99, 0.99, 0.0), 2),
+          Case(f"{name} ramp selects a, accepted", name, "without_replacement", P, Q, (0, 1),
+               (0.43, 0.97, 0.0), 0),
+          Case(f"{name} ramp selects a, residual", name, "without_replacement", P, Q, (0, 1),
+               (0.43, 0.98, 0.5), 2),
+          Case(f"{name} ramp selects b", name, "without_replacement", P, Q, (0, 1),
+               (0.44, 0.99, 0.0), 1),
+          Case(f"{name} ramp reversed order", name, "without_replacement", P, Q, (1, 0),
+               (0.56, 0.99, 0.0), 1),
+          Case(f"{name} q=0 selected, rejected", name, "without_replacement", P_Y, Q_Y,
+               (0, 1), (0.0, 0.0, 0.5), 0, True),
+          Case(f"{name} q=0 not selected", name, "without_replacement", P_Z, Q_Z, (2, 1),
+               (0.0, 0.0, 0.0), 1, True),
+      )),
     # A drafted token of draft probability 0 is rejected even at u = 0.
     Case("optimal q=0 skipped", "optimal", "iid", P_Y, Q_Y, (0, 1), (0.0, 0.0, 0.5), 1, True),
     Case("optimal q=0 only", "optimal", "iid", P_Y, Q_Y, (0, 0), (0.0, 0.0, 0.5), 2, True),

@@ -31,7 +31,7 @@ from spectheory.coins import ReplayCoins
 from spectheory.sim import _kernels as K
 from spectheory.torch import chain_speculative_sampling, recursive_rejection_sampling
 from spectheory.torch import verify as torch_verify
-from spectheory.torch.verifiers import _FUNCTIONS, verifier_uniforms
+from spectheory.torch.verifiers import _FUNCTIONS, _LAW_AWARE, verifier_uniforms
 from spectheory.verifiers import REGISTRY
 
 from .handfed_cases import CASES, CHAIN_CASES
@@ -59,7 +59,7 @@ def test_numba_kernel(case):
     n = len(case.drafts)
     u = padded(case, K.verifier_uniforms(case.name, n))[None, None]
     drafts = np.array(case.drafts, dtype=np.int64)[None, None]
-    out = K.run_verifier(case.name, case.p[None], case.q[None], drafts, u)
+    out = K.run_verifier(case.name, case.p[None], case.q[None], drafts, u, case.sampling)
     assert out.tolist() == [[case.token]]
 
 
@@ -69,7 +69,9 @@ def test_torch_verifier(case):
     p, q = torch.from_numpy(case.p)[None], torch.from_numpy(case.q)[None]
     d = torch.tensor([case.drafts])
     u = torch.from_numpy(padded(case, verifier_uniforms(case.name, n)))[None]
-    assert _FUNCTIONS[case.name](p, q, d, u).tolist() == [case.token]  # no validation
+    form = _FUNCTIONS[case.name]  # no validation; a law-aware form is told the law
+    law = {"sampling": case.sampling} if case.name in _LAW_AWARE else {}
+    assert form(p, q, d, u, **law).tolist() == [case.token]
     if case.invalid:
         with pytest.raises(InvalidParameterError, match="probability 0"):
             torch_verify(case.name, p, q, d, uniforms=u, sampling=case.sampling)

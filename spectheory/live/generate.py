@@ -279,8 +279,8 @@ def _resolve_verifier(verifier, mode, n, sampling):
     v, sampling = check_verifier_law(verifier, n, sampling)
     if v.protocol == "blackbox":
         user = _UserVerifier(v.function)
-        return v.name, user, v.n_values, sampling
-    return v.name, v.function, v.n_values, sampling
+        return v.name, user, v.n_values_for(sampling), sampling
+    return v.name, v.function, v.n_values_for(sampling), sampling
 
 
 def _crop(cache, length):

@@ -313,7 +313,7 @@ def exact_small(run: Run, trace, drafts, positions: int, ns=(2, 3)) -> list:
                     lp = float(solve_bound(pf, qf, n, law, method="lp").value)
                     for name in EXACT_VERIFIERS:
                         v = REGISTRY[name]
-                        if law not in v.samplings or (v.n_values and n not in v.n_values):
+                        if not v.supports(n, law):
                             continue
                         acc = exact_acceptance(name, p, q, n, law)
                         rows.append(

@@ -720,7 +720,8 @@ def run_verifier(name, p, q, drafts, u, sampling="iid"):
         Uniforms in [0, 1), ``K >= verifier_uniforms(name, n)``.
     sampling : str
         The drafts' law; only ``optimal`` reads it (it delegates greedy drafts
-        to ``greedy`` and one draft to ``sd``, as its reference does).
+        to ``greedy``, one draft to ``sd`` and two drafts without replacement
+        to ``pair_scores``, as its reference does).
     """
     p = np.ascontiguousarray(p, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64)
@@ -731,7 +732,13 @@ def run_verifier(name, p, q, drafts, u, sampling="iid"):
             return run_verifier("greedy" if sampling == "greedy" else "sd", p, q, drafts, u)
         from ._optimal_kernel import run_optimal
 
-        return run_optimal(p, q, drafts, u)
+        if sampling != "without_replacement":
+            return run_optimal(p, q, drafts, u)
+        name = "pair_scores"  # two drafts without replacement: the reference's delegation
+    if name == "pair_scores":
+        from ._pair_scores_kernel import run_pair_scores
+
+        return run_pair_scores(p, q, drafts, u)
     if name in ("sd", "naive"):
         cum, last = _cdf_rows([residual(p[b], q[b]) for b in range(B)])
         _k_single(p, q, cum, last, drafts, u, out)

@@ -45,6 +45,8 @@ References
 .. [6] Hu, Zheng, Viswanathan, Chen, Rossi, Wu, Manocha, Huang. arXiv:2502.18779 (``greedy``).
 .. [7] Cai et al., Medusa. arXiv:2401.10774 (``typical``, lossy).
 .. [8] Thomas, Pal. arXiv:2511.15898 (``optimal``; :mod:`spectheory.torch._optimal`).
+.. [9] Khisti et al. arXiv:2410.18234 (``pair_scores``, and ``optimal`` with two drafts
+   without replacement; :mod:`spectheory.torch._pair_scores`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from ._checks import (
     draw_uniforms,
 )
 from ._optimal import optimal_iid
+from ._pair_scores import pair_scores_torch
 
 __all__ = ["TORCH_VERIFIERS", "TorchVerification", "verifier_uniforms", "verify"]
 
@@ -322,13 +325,17 @@ def optimal_torch(p, q, d, u, sampling="iid"):
     """Tokens (B,) of ``optimal`` on float64 rows (B, V), drafts (B, n), uniforms (B, 3).
 
     ``sampling="greedy"`` runs Hu et al.'s verifier (the reference's delegation);
-    ``n = 1`` runs standard speculative sampling; otherwise the tier rule of
-    :func:`spectheory.torch._optimal.optimal_iid`.
+    ``n = 1`` runs standard speculative sampling; two drafts without
+    replacement the ramp score rule of
+    :func:`spectheory.torch._pair_scores.pair_scores_torch`; otherwise the tier
+    rule of :func:`spectheory.torch._optimal.optimal_iid`.
     """
     if sampling == "greedy":
         return _greedy(p, q, d, u)
     if d.shape[1] == 1:
         return _single(p, q, d, u)
+    if sampling == "without_replacement":
+        return pair_scores_torch(p, q, d, u)
     return optimal_iid(p, q, d, u)
 
 
@@ -343,6 +350,7 @@ _FUNCTIONS = {
     "nss": _nss,
     "typical": _typical,
     "optimal": optimal_torch,  # spectheory.torch._optimal; reads the draft law
+    "pair_scores": pair_scores_torch,  # spectheory.torch._pair_scores
 }
 #: Forms that take the draft law (``optimal`` delegates greedy drafts to ``greedy``).
 _LAW_AWARE = frozenset({"optimal"})

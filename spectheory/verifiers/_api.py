@@ -30,8 +30,11 @@ def check_verifier_law(verifier, n, sampling):
             f"verifier {v.name!r} is not valid for sampling={sampling!r}; it supports "
             f"{', '.join(map(repr, v.samplings))}"
         )
-    if v.n_values is not None and n not in v.n_values:
-        raise InvalidParameterError(f"verifier {v.name!r} needs n in {v.n_values}; got n={n}")
+    allowed = v.n_values_for(sampling)
+    if allowed is not None and n not in allowed:
+        raise InvalidParameterError(
+            f"verifier {v.name!r} needs n in {allowed} with sampling={sampling!r}; got n={n}"
+        )
     return v, sampling
 
 

@@ -47,7 +47,7 @@ from .coupling import khisti, optimal_lp
 from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq
-from .optimal import optimal, optimal_acceptance
+from .optimal import WOR_N_VALUES, optimal, optimal_acceptance
 from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
@@ -74,6 +74,7 @@ PROTOCOLS = ("coins", "blackbox")
 _KERNEL_OF = {
     "sd": sd, "naive": naive, "rrs": rrs, "rrs_wor": rrs_wor, "kseq": kseq,
     "greedy": greedy, "spechub": spechub, "nss": nss, "typical": typical, "optimal": optimal,
+    "pair_scores": pair_scores,
 }  # fmt: skip
 _CLOSED_FORM_OF = {
     cf.sd_acceptance: sd, cf.rrs_acceptance: rrs, cf.kseq_acceptance: kseq,
@@ -95,6 +96,11 @@ def _four(n):
 def _none(n):
     """Typical acceptance flips no coin."""
     return 0
+
+
+def _three(n):
+    """``pair_scores``: selection coin, accept coin, residual draw."""
+    return 3
 
 
 def _optimal_coins(n):
@@ -160,6 +166,11 @@ class Verifier:
         Cost per position.
     n_values : tuple of int or None
         Allowed numbers of drafts (None: any ``n >= 1``).
+    n_values_by_law : dict or tuple of (str, tuple of int) pairs
+        Narrower allowed numbers of drafts under some draft laws (stored as
+        sorted pairs): ``optimal`` takes any ``n`` for i.i.d. and greedy drafts
+        but ``n <= 2`` without replacement.  :meth:`n_values_for` combines it
+        with ``n_values``.
     needs_draft_law : bool
         True if it relies on the drafts having been drawn from ``q`` under
         the declared law (its q-ratios); False for verifiers valid for any
@@ -193,6 +204,7 @@ class Verifier:
     closed_form_samplings: tuple[str, ...] = ()
     cost: str = ""
     n_values: tuple[int, ...] | None = None
+    n_values_by_law: tuple[tuple[str, tuple[int, ...]], ...] = ()
     needs_draft_law: bool = True
     protocol: str = "coins"
     kernel: str | None = None
@@ -250,6 +262,7 @@ class Verifier:
                     f">= 1; got {self.n_values!r}"
                 )
             object.__setattr__(self, "n_values", tuple(int(k) for k in self.n_values))
+        object.__setattr__(self, "n_values_by_law", self._checked_n_values_by_law())
         for field in ("closed_form", "uniforms"):
             value = getattr(self, field)
             if value is not None and not callable(value):
@@ -296,9 +309,39 @@ class Verifier:
         """Whether its law can be enumerated exactly (the coins protocol)."""
         return self.protocol == "coins"
 
+    def _checked_n_values_by_law(self):
+        value = self.n_values_by_law
+        pairs = value.items() if isinstance(value, dict) else value
+        try:
+            pairs = [(law, tuple(ns)) for law, ns in pairs]
+        except (TypeError, ValueError):
+            pairs = None
+        ok = pairs is not None and all(
+            law in self.samplings and len(ns) > 0 and all(
+                isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_) and k >= 1
+                for k in ns)
+            for law, ns in pairs
+        )
+        if not ok:
+            raise InvalidParameterError(
+                f"n_values_by_law of verifier {self.name!r} must map some of its samplings "
+                f"{self.samplings} to tuples of integers >= 1; got {value!r}"
+            )
+        return tuple(sorted((law, tuple(int(k) for k in ns)) for law, ns in pairs))
+
+    def n_values_for(self, sampling: str) -> tuple[int, ...] | None:
+        """Allowed numbers of drafts under ``sampling`` (None: any ``n >= 1``)."""
+        narrower = dict(self.n_values_by_law).get(sampling)
+        if narrower is None:
+            return self.n_values
+        if self.n_values is None:
+            return narrower
+        return tuple(k for k in narrower if k in self.n_values)
+
     def supports(self, n: int, sampling: str) -> bool:
         """Whether it is valid with ``n`` drafts drawn under ``sampling``."""
-        return sampling in self.samplings and (self.n_values is None or n in self.n_values)
+        allowed = self.n_values_for(sampling)
+        return sampling in self.samplings and (allowed is None or n in allowed)
 
     def closed_form_for(self, sampling: str):
         """Its closed-form acceptance under ``sampling``, or None."""
@@ -346,9 +389,11 @@ _ENTRIES = [
              "2310.15141, 2502.18779", _ALL, True, None, (),
              "transport LP over draft sets once per instance, then O(V)"),
     _builtin("optimal", optimal, "Thomas & Pal (Global Resolution); polymatroid tier mixture",
-             "2511.15898, 2410.18234", ("iid", "greedy"), True, optimal_acceptance,
-             ("iid", "greedy"), "O(V log V) plan per row, then O(n^2) per trial",
-             uniforms=_optimal_coins),
+             "2511.15898, 2410.18234", ("iid", "greedy", "without_replacement"), True,
+             optimal_acceptance, ("iid", "greedy"),
+             "O(V log V) plan per row, then O(n^2) per trial (without replacement: one "
+             "projected Newton solve per row, then O(1) per trial)",
+             n_values_by_law={"without_replacement": WOR_N_VALUES}, uniforms=_optimal_coins),
     _builtin("embedded_iid", embedded_iid,
              "spectheory: optimal i.i.d. verifier on the i.i.d. sample inside the drafts",
              None, ("without_replacement",), True, None, (),
@@ -363,7 +408,7 @@ _ENTRIES = [
              "certified per row)",
              "2410.18234, 2502.18779", ("without_replacement",), True, None, (),
              "one projected Newton solve per row (O(V log V) a step), then O(1) per trial",
-             n_values=(2,)),
+             n_values=(2,), uniforms=_three),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip

@@ -21,9 +21,18 @@ The selection has marginal ``y`` exactly, so the output law is
 :math:`\min(p, y) + (p - y)_+ = p` and the acceptance is
 :math:`\sum_i \min(p_i, y_i) = \alpha^*`.  Greedy drafts: Hu et al.'s
 verifier is already optimal (docs/theory.md §2.6), ``optimal`` delegates to
-it; one draft: standard speculative sampling.  Drafts without replacement are
-not covered (the tier rule's marginal is not proportional to ``q`` beyond the
-first tier there; see the notebook).
+it; one draft: standard speculative sampling.
+
+Two drafts without replacement: the ramp score rule of ``pair_scores``
+(:mod:`spectheory.solvers.pair_scores`, docs/theory.md §3.15), which reaches
+:math:`\alpha^*_{\rm wor}` on every row where its plan is ``reached``
+(certified per row: to 1e-12 for floats, exactly for Fractions); its coins are
+the selection coin, the accept coin and the residual draw.  More than two
+drafts without replacement are refused: a rule reaching the bound exists
+(§3.15) but its marginal at full vocabulary is not known, and the i.i.d. tier
+rule's marginal is not proportional to ``q`` beyond the first tier there (see
+the notebook); ``khisti`` and ``optimal_lp`` reach the bound for small draft
+supports.
 
 References
 ----------
@@ -41,10 +50,12 @@ from ._closed_forms import _hub_value, _need, _rowwise
 from ._ops import accept_prob
 from ._plan_cache import RowCache
 from .hub import greedy
+from .pair_scores import pair_scores
 from .single import sd
 
 __all__ = [
     "SAMPLINGS",
+    "WOR_N_VALUES",
     "clear_plan_cache",
     "optimal",
     "optimal_acceptance",
@@ -54,7 +65,9 @@ __all__ = [
 ]
 
 #: Draft laws ``optimal`` reaches the bound for.
-SAMPLINGS = ("iid", "greedy")
+SAMPLINGS = ("iid", "greedy", "without_replacement")
+#: Numbers of drafts ``optimal`` takes without replacement (module docstring).
+WOR_N_VALUES = (1, 2)
 
 
 #: Plans by row (:class:`._plan_cache.RowCache`: float rows by a digest
@@ -121,11 +134,17 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     drafts : tuple of int
         Draft tokens in draw order.
     coins : Coins
-    sampling : {"iid", "greedy"}
+    sampling : {"iid", "greedy", "without_replacement"}
+        Without replacement, ``n <= 2`` (:data:`WOR_N_VALUES`).
 
     Returns
     -------
     int
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown ``sampling``, or more than two drafts without replacement.
 
     Examples
     --------
@@ -133,16 +152,33 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     >>> p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
     >>> optimal(p, q, (0, 1), ReplayCoins([0.0, 0.0, 0.0]))
     1
+
+    Without replacement, docs/theory.md §8.1 instance A reaches its bound 139/140:
+
+    >>> from fractions import Fraction as F
+    >>> from spectheory import acceptance
+    >>> pf = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+    >>> qf = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
+    >>> acceptance("optimal", pf, qf, 2, "without_replacement")
+    Fraction(139, 140)
     """
     n = len(drafts)
     if sampling == "greedy":
         return greedy(p, q, drafts, coins, sampling=sampling)
-    if sampling != "iid":
+    if sampling not in SAMPLINGS:
         raise InvalidParameterError(
             f"sampling must be one of {SAMPLINGS} for the optimal verifier; got {sampling!r}"
         )
     if n == 1:
         return sd(p, q, drafts, coins, sampling=sampling)
+    if sampling == "without_replacement":
+        if n not in WOR_N_VALUES:
+            raise InvalidParameterError(
+                f"the optimal verifier takes n in {WOR_N_VALUES} with "
+                f"sampling='without_replacement'; got n={n} (for small draft supports, "
+                "'khisti' and 'optimal_lp' reach the bound)"
+            )
+        return pair_scores(p, q, drafts, coins, sampling=sampling)
     pl = optimal_plan(p, q, n)
     x = select_and_test(pl, p, drafts, coins)
     return x if x is not None else coins.categorical(pl.residual)
@@ -188,7 +224,9 @@ def optimal_acceptance(p, q, n, sampling="iid"):
     >>> optimal_acceptance(p, q, 2), optimal_acceptance(p, q, 2, "greedy")
     (Fraction(89, 100), Fraction(19, 20))
     """
-    _need(sampling, SAMPLINGS, "optimal")
+    # Without replacement the membership acceptance equals the plan's selection acceptance
+    # only where the plan is reached; `acceptance` enumerates it exactly instead.
+    _need(sampling, ("iid", "greedy"), "optimal")
     if sampling == "greedy":
         return _hub_value(p, q, n)
     if n == 1:

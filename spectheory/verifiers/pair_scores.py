@@ -5,9 +5,11 @@ solves per row a selection rule (a preferred part ``T`` and a score
 :math:`\mu_a` per token) whose selection marginal ``y`` reaches the bound
 (docs/theory.md §3.15); the verifier
 
-1. selects the draft in ``T`` when exactly one lies there, else the draft
-   ``a`` with probability :math:`w(\mu_a - \mu_b) = \min(1, \max(0, 1/2 +
-   (\mu_a - \mu_b)/2))` (``coins.bernoulli``) and ``b`` otherwise;
+1. selects the first draft ``a`` with probability 1 when only ``a`` lies in
+   ``T``, 0 when only ``b`` does, and else :math:`w(\mu_a - \mu_b) =
+   \min(1, \max(0, 1/2 + (\mu_a - \mu_b)/2))` (one ``coins.bernoulli``,
+   turned in every case, so the numba kernel and the torch form read the same
+   uniform for the same coin), and ``b`` otherwise;
 2. accepts the selected ``x`` with probability :math:`\min(1, p_x / y_x)`
    (``coins.bernoulli``);
 3. otherwise outputs a draw from :math:`\mathrm{norm}((p - y)_+)`
@@ -32,7 +34,9 @@ from ..solvers.pair_scores import pair_score_plan, ramp
 from ._ops import accept_prob
 from ._plan_cache import RowCache
 
-__all__ = ["clear_score_plan_cache", "pair_scores", "score_plan"]
+__all__ = [
+    "clear_score_plan_cache", "first_draft_weight", "pair_scores", "score_plan", "select_pair",
+]
 
 _PLANS = RowCache(lambda p, q: pair_score_plan(p, q), maxsize=64)
 
@@ -80,12 +84,26 @@ def pair_scores(p, q, drafts, coins, *, sampling="without_replacement"):
             "pair_scores is for n=2 drafts with sampling='without_replacement'; got "
             f"n={len(drafts)}, sampling={sampling!r}"
         )
-    a, b = (int(x) for x in drafts)
     pl = score_plan(p, q)
-    if pl.preferred[a] != pl.preferred[b]:
-        x = a if pl.preferred[a] else b
-    else:
-        x = a if coins.bernoulli(ramp(pl.mu[a] - pl.mu[b])) else b
+    x = select_pair(pl, drafts, coins)
     if coins.bernoulli(accept_prob(p[x], pl.y[x])):
         return x
     return coins.categorical(pl.residual)
+
+
+def first_draft_weight(plan_, a, b):
+    """Probability that the plan's rule selects ``a`` from the drafts ``(a, b)``.
+
+    1 or 0 when exactly one draft lies in the preferred part, else the ramp of
+    the score gap (exact for a Fraction plan, float64 otherwise).
+    """
+    if plan_.preferred[a] != plan_.preferred[b]:
+        one = plan_.mu[a] * 0 + 1  # 1 of the scores' type: Fraction or float
+        return one if plan_.preferred[a] else one * 0
+    return ramp(plan_.mu[a] - plan_.mu[b])
+
+
+def select_pair(plan_, drafts, coins):
+    """The draft the plan's rule selects from ``drafts = (a, b)``: one ``coins.bernoulli``."""
+    a, b = (int(x) for x in drafts)
+    return a if coins.bernoulli(first_draft_weight(plan_, a, b)) else b

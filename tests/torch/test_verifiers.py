@@ -42,9 +42,9 @@ PAIRS = [(name, s) for name in TORCH_VERIFIERS for s in REGISTRY[name].samplings
 ALPHA = 1e-6
 
 
-def allowed_n(name, max_n):
-    v = REGISTRY[name]
-    return list(v.n_values) if v.n_values is not None else list(range(1, max_n + 1))
+def allowed_n(name, max_n, sampling):
+    allowed = REGISTRY[name].n_values_for(sampling)
+    return list(allowed) if allowed is not None else list(range(1, max_n + 1))
 
 
 def reference_tokens(name, sampling, p, q, drafts, u):
@@ -88,7 +88,7 @@ def assert_replay(name, sampling, p, q, n, seed, *, dtype=torch.float64):
 @st.composite
 def small_case(draw, name, sampling):
     V = draw(st.integers(2, 8))
-    n = draw(st.sampled_from(allowed_n(name, 4)))
+    n = draw(st.sampled_from(allowed_n(name, 4, sampling)))
     need = 1 if sampling == "iid" else n
     V = max(V, need)
     B = draw(st.integers(1, 3))
@@ -134,7 +134,7 @@ def full_rows():
 @pytest.mark.parametrize(("name", "sampling"), PAIRS)
 def test_replay_full_vocabulary_float32(full_rows, name, sampling):
     p, q = full_rows
-    n = {"sd": 1, "spechub": 2}.get(name, 3)
+    n = max(allowed_n(name, 3, sampling))
     assert_replay(name, sampling, p, q, n, seed=9, dtype=torch.float32)
 
 
@@ -174,7 +174,7 @@ LAW_PAIRS = [("rrs", "iid"), ("rrs_wor", "without_replacement"), ("kseq", "iid")
 
 @pytest.mark.parametrize(("name", "sampling"), LAW_PAIRS)
 def test_output_law_matches_exact_law(name, sampling):
-    n = {"sd": 1, "spechub": 2}.get(name, 3)
+    n = max(allowed_n(name, 3, sampling))
     N = 10_000
     law = output_distribution(name, LAW_P, LAW_Q, n=n, sampling=sampling)
     p = torch.from_numpy(np.tile(LAW_P, (N, 1)))
@@ -212,8 +212,8 @@ def test_chi2_detects_a_biased_verifier():
 
 
 def test_uniform_counts_match_the_numba_kernels():
-    for name in TORCH_VERIFIERS:
-        for n in allowed_n(name, 5):
+    for name, sampling in PAIRS:
+        for n in allowed_n(name, 5, sampling):
             assert verifier_uniforms(name, n) == K.verifier_uniforms(name, n)
 
 
@@ -354,7 +354,7 @@ def test_drafts_impossible_under_their_law():
 @pytest.mark.parametrize(("name", "sampling"), PAIRS)
 def test_cuda_equals_cpu(full_rows, name, sampling):
     p, q = full_rows
-    n = {"sd": 1, "spechub": 2}.get(name, 3)
+    n = max(allowed_n(name, 3, sampling))
     rng = np.random.default_rng(2)
     d = K.draw_drafts(q, n, sampling, rng.random((p.shape[0], 1, K.draft_uniforms(n, sampling))))
     d = torch.from_numpy(d[:, 0])

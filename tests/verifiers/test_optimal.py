@@ -92,18 +92,76 @@ def test_greedy_and_single_draft_delegate():
         assert acc == solve_bound(p, q, n, sampling, method="enumerate").exact_value
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_without_replacement_exact_law_and_bound_in_fractions(seed):
+    """Two drafts without replacement: exactly lossless, acceptance = alpha*_wor, exactly.
+
+    The oracle is the enumerated bound (every draft set, docs/theory.md §2.2); the
+    verifier's law and acceptance come from enumerating its coins (``exact_row``).  It
+    runs ``pair_scores``' rule, so their laws and acceptances agree too; one draft is SD.
+    """
+    from spectheory.verifiers.pair_scores import pair_scores
+
+    checked = 0
+    for p, q, _ in _rational_instances(30, seed):
+        if sum(x > 0 for x in q) < 2:
+            continue  # two distinct drafts need two tokens of positive draft probability
+        law, acc = exact_row(optimal, p, q, 2, "without_replacement")
+        assert list(law) == list(p), (p, q)
+        b = solve_bound(p, q, 2, "without_replacement", method="enumerate").exact_value
+        assert acc == b, (p, q, acc, b)
+        law2, acc2 = exact_row(pair_scores, p, q, 2, "without_replacement")
+        assert list(law2) == list(law) and acc2 == acc
+        law1, acc1 = exact_row(optimal, p, q, 1, "without_replacement")
+        law_sd, acc_sd = exact_row(sd, p, q, 1, "without_replacement")
+        assert list(law1) == list(law_sd) and acc1 == acc_sd
+        checked += 1
+    assert checked >= 20
+
+
+def test_without_replacement_at_full_vocabulary():
+    """check_lossless and the bound at V = 49,152, two drafts without replacement.
+
+    The same peaked rows as the i.i.d. test; false-alarm rate 1e-6 for the law test
+    and the bound test of the checker.  The plan certifies the rows reach the bound.
+    """
+    from spectheory.sim.check import check_lossless
+    from spectheory.verifiers.pair_scores import score_plan
+
+    p, q = peaked_pair(49_152, seed=17)
+    report = check_lossless(optimal, p, q, n=2, sampling="without_replacement", trials=3000,
+                            rng=1)
+    assert not report.lossy and not report.exceeds_bound
+    alpha = bound(p, q, 2, "without_replacement")
+    np.testing.assert_allclose(report.bound, alpha.mean(), rtol=0, atol=1e-12)
+    for b in range(p.shape[0]):
+        assert score_plan(p[b], q[b]).reached
+
+
 def test_bad_input_raises():
     import spectheory
 
     p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.0, 0.5])
-    with pytest.raises(InvalidParameterError, match="sampling"):
-        optimal(p, q, (0, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
+    with pytest.raises(InvalidParameterError, match="sampling must be one of"):
+        optimal(p, q, (0, 2), ReplayCoins([0.1] * 3), sampling="with_replacement")
+    # More than two drafts without replacement: refused by name, by the bare verifier
+    # and by every validating entry point (the registry's per-law n).
+    p3, q3 = np.array([0.3, 0.4, 0.2, 0.1]), np.array([0.4, 0.3, 0.2, 0.1])
+    with pytest.raises(InvalidParameterError, match=r"n in \(1, 2\).*got n=3"):
+        optimal(p3, q3, (0, 1, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
+    with pytest.raises(InvalidParameterError, match=r"needs n in \(1, 2\).*got n=3"):
+        spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0, sampling="without_replacement")
+    with pytest.raises(InvalidParameterError, match="needs n in"):
+        spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
     # A q = 0 draft: the validating entry point refuses it; the bare verifier rejects it.
     with pytest.raises(InvalidParameterError, match="probability 0"):
         spectheory.verify("optimal", p, q, [0, 1], rng=0)
     for u0 in (0.0, 0.5, 0.99):  # draft 0 is selected whatever the component; u1 = 0 accepts
         assert optimal(p, q, (1, 0), ReplayCoins([u0, 0.0, 0.3])) == 0
-    assert REGISTRY["optimal"].samplings == ("iid", "greedy")
+    v = REGISTRY["optimal"]
+    assert v.samplings == ("iid", "greedy", "without_replacement")
+    assert v.supports(8, "iid") and v.supports(2, "without_replacement")
+    assert not v.supports(3, "without_replacement")
 
 
 def test_numba_plan_matches_python_plan_and_replay_identity():

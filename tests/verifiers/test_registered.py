@@ -36,7 +36,7 @@ Q_AF = np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object)
 
 LOSSLESS = [name for name, v in REGISTRY.items() if v.lossless]
 #: Verifiers whose acceptance equals the optimum of their draft law.
-OPTIMAL = ("greedy", "spechub", "optimal_lp", "khisti", "pair_scores")
+OPTIMAL = ("greedy", "spechub", "optimal_lp", "khisti", "pair_scores", "optimal")
 
 
 def tv(a, b):
@@ -48,7 +48,7 @@ def instances(draw, name):
     """A draft law the verifier supports, n, and integer weights for p and q (zeros allowed)."""
     v = REGISTRY[name]
     sampling = draw(st.sampled_from(v.samplings))
-    n = draw(st.sampled_from(v.n_values or (1, 2, 3)))
+    n = draw(st.sampled_from(v.n_values_for(sampling) or (1, 2, 3)))
     V = draw(st.integers(max(2, n), 4))
     wp = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V).filter(any))
     wq = draw(st.lists(st.integers(0, 6), min_size=V, max_size=V))
@@ -122,8 +122,9 @@ def test_acceptance_never_exceeds_the_bound_and_optimal_verifiers_reach_it(name,
     if name in OPTIMAL:
         assert abs(acc - best) < 1e-12
     # greedy and spechub: a rational closed form; pair_scores: its scores solved again
-    # exactly.  Both equal the bound in exact arithmetic.
-    if name in ("greedy", "spechub", "pair_scores"):
+    # exactly; optimal: its plan in Fractions (i.i.d.), pair_scores' (without replacement)
+    # or Hu et al.'s closed form (greedy).  Each equals the bound in exact arithmetic.
+    if name in ("greedy", "spechub", "pair_scores", "optimal"):
         pf, qf = as_fraction(wp), as_fraction(wq)
         exact = solve_bound(pf, qf, n=n, sampling=sampling, method="enumerate").exact_value
         assert acceptance(name, pf, qf, n=n, sampling=sampling) == exact
@@ -218,7 +219,7 @@ def test_hand_fed_uniforms_give_the_hand_computed_token(name, drafts, uniforms, 
 def test_verify_equals_replay_of_the_same_generator_stream(name, seed, data):
     v = REGISTRY[name]
     sampling = data.draw(st.sampled_from(v.samplings))  # every law, not only the last
-    n = (v.n_values or (3,))[0]
+    n = max(v.n_values_for(sampling) or (3,))
     drafts = sample_drafts(Q_A, n, sampling, rng=seed)
     token = verify(name, P_A, Q_A, drafts, rng=seed + 1, sampling=sampling)
     stream = np.random.default_rng(seed + 1).random(64)

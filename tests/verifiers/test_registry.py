@@ -343,6 +343,13 @@ _NV = r"n_values of verifier 'f' must be None or a tuple of integers >= 1"
         ({"closed_form": 0.5, "closed_form_samplings": ("iid",)},
          r"closed_form of verifier 'f' must be callable or None; got 0.5"),
         ({"uniforms": 3}, r"uniforms of verifier 'f' must be callable or None; got 3"),
+        # n per draft law: only the record's own laws, each with integers >= 1
+        ({"samplings": ("iid",), "n_values_by_law": {"greedy": (2,)}},
+         r"n_values_by_law of verifier 'f' must map"),
+        ({"n_values_by_law": {"iid": ()}}, r"n_values_by_law of verifier 'f' must map"),
+        ({"n_values_by_law": {"iid": (0,)}}, r"n_values_by_law of verifier 'f' must map"),
+        ({"n_values_by_law": {"iid": 2}}, r"n_values_by_law of verifier 'f' must map"),
+        ({"n_values_by_law": "iid"}, r"n_values_by_law of verifier 'f' must map"),
     ],
 )
 def test_a_record_with_a_bad_fact_is_refused_naming_it(facts, match):
@@ -357,3 +364,9 @@ def test_a_record_keeps_good_facts_normalised():
     assert v.samplings == ("iid",) and v.n_values == (1, 2) and v.lossless is False
     assert v.supports(2, "iid") and not v.supports(3, "iid")
     assert verifier(samplings=("iid",), n_values=(1,))(_first).n_values == (1,)
+    w = Verifier("f", _first, samplings=("iid", "without_replacement"), n_values=(1, 2, 3),
+                 n_values_by_law={"without_replacement": [np.int64(2), 4]})
+    assert w.n_values_by_law == (("without_replacement", (2, 4)),)
+    assert w.n_values_for("iid") == (1, 2, 3) and w.n_values_for("without_replacement") == (2,)
+    assert w.supports(3, "iid") and not w.supports(3, "without_replacement")
+    assert hash(w) == hash(w)  # a frozen record stays hashable
