@@ -634,3 +634,24 @@ for _ in range(100):
     hits += pair_score_plan(pr, qr).reached
 print(f"pair_scores reaches alpha*_wor on {hits}/100 random rows (the same rows as above)")
 assert hits == 100
+
+# %% [markdown]
+# This rule is what `optimal` runs for two drafts without replacement (one draft is
+# speculative sampling): its enumerated law is $p$ and its acceptance the bound, exactly, on
+# instance A and on the row no tier rule reaches. More than two drafts without replacement are
+# refused by name: the sparsemax score rule of docs/theory.md §3.15 exists, but its marginal at
+# full vocabulary is not known.
+
+# %%
+from spectheory import InvalidParameterError, acceptance  # noqa: E402
+
+for pw, qw in ((p_tl, q_tl), (np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object),
+                              np.array([F(6, 10), F(3, 10), F(1, 10)], dtype=object))):
+    law, acc = exact_row(optimal, pw, qw, 2, "without_replacement")
+    best = solve_bound(pw, qw, 2, "without_replacement", method="enumerate").exact_value
+    assert list(law) == list(pw) and acc == best
+    print(f"optimal without replacement, n = 2: accepts {acc} = alpha*_wor, law = p exactly")
+try:
+    acceptance("optimal", pw, qw, 3, "without_replacement")
+except InvalidParameterError as err:
+    print("n = 3:", err)
