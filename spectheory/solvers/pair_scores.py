@@ -44,9 +44,12 @@ Hessian is the Laplacian of the pairs with :math:`|\mu_a - \mu_b| < 1`
 **Cost.**  As :math:`M_{ab} = q_a (q e)_b + (q e)_a q_b`, sums over the pairs
 are window sums of ``q`` and :math:`q e` over the tokens sorted by score:
 :math:`y`, :math:`\Psi` and a Hessian product take :math:`O(V \log V)`, not
-:math:`O(V^2)`.  The projected Newton method (conjugate gradients with the
-Hessian's diagonal as preconditioner, each score moving at most one window's
-width, step halving on :math:`\Psi` or on the shortfall) stops when the
+:math:`O(V^2)`.  The sums, the windows' bounds and the conjugate gradients run
+compiled (:mod:`._pair_score_kernels`; the sums equal their numpy expressions,
+:meth:`_Windows.sums_numpy`, bit for bit).  The projected Newton method
+(conjugate gradients with the Hessian's diagonal as preconditioner, each score
+moving at most one window's width, step halving on :math:`\Psi` or on the
+shortfall) stops when the
 shortfall :math:`\sum_{H^*}(p - y)_+ + \sum_T (y - p)_+` is at rounding level
 (``SHORTFALL_TOLERANCE``) or has not halved in ``STALL_STEPS`` steps, and keeps
 the best scores it met.
@@ -66,6 +69,12 @@ from fractions import Fraction
 import numpy as np
 
 from ._pair_rows import inverse_rest
+from ._pair_score_kernels import (
+    conjugate_gradients,
+    window_bounds,
+    window_moments,
+    window_sums,
+)
 from ._result import SolverResult
 
 __all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
@@ -115,16 +124,26 @@ class _Windows:
         self.mu = mu
         self.order = np.argsort(mu, kind="stable")
         self.m = mu[self.order]
-        # Sorted queries: each search walks the array once.
-        lo = np.searchsorted(self.m, self.m - 1.0, side="right")
-        hi = np.searchsorted(self.m, self.m + 1.0, side="left")
-        self.lo, self.hi = np.empty_like(lo), np.empty_like(hi)
-        self.lo[self.order], self.hi[self.order] = lo, hi
+        # Sorted queries: two forward pointers, O(V).
+        self.lo, self.hi = window_bounds(self.order, self.m)
         self.big = int(np.argmax(q)) if q.size and q.max() > 0.5 else None
+        self._big = -1 if self.big is None else self.big
 
     def sums(self, w, k=0):
         """For every token ``a``: the sums of ``w_b mu_b^k`` over the tokens ``b != a`` below,
-        within and above the ramp's window ``|mu_a - mu_b| < 1``."""
+        within and above the ramp's window ``|mu_a - mu_b| < 1`` (one compiled pass,
+        :mod:`._pair_score_kernels`, equal bit for bit to :meth:`sums_numpy`)."""
+        return window_sums(self.order, self.m, self.lo, self.hi, self.mu,
+                           np.ascontiguousarray(w, dtype=np.float64), self._big, k)
+
+    def moments(self, w):
+        """``sums(w)``, then the window and above of ``sums(w, 1)`` and the window of
+        ``sums(w, 2)``: what the dual needs of one weight vector, in one call."""
+        return window_moments(self.order, self.m, self.lo, self.hi, self.mu,
+                              np.ascontiguousarray(w, dtype=np.float64), self._big)
+
+    def sums_numpy(self, w, k=0):
+        """:meth:`sums` in numpy expressions: the reference the compiled pass is tested on."""
         own = w * self.mu**k if k else w
         big = self.big
         if big is not None:
@@ -150,9 +169,7 @@ def _part_state(mu, q, e, base, p):
     win = _Windows(mu, q)
 
     def weighted(w):  # sum_{b != a} w_b ramp(mu_a - mu_b), and sum_{b != a} w_b psi(mu_a, mu_b)
-        below, window, above = win.sums(w)
-        mid1, up1 = win.sums(w, 1)[1:]
-        mid2 = win.sums(w, 2)[1]
+        below, window, above, mid1, up1, mid2 = win.moments(w)
         ramp_sum = below + (0.5 + 0.5 * mu) * window - 0.5 * mid1
         # psi(x, m) = h(x - m) - m: 1/4 - x below, -(x-m)^2/4 - x/2 - m/2 within, 1/4 - m above
         psi_sum = ((0.25 - mu) * below
@@ -168,39 +185,21 @@ def _part_state(mu, q, e, base, p):
     return -(pairs + mu @ (p - base)), y, win
 
 
-def _hessian(win, q, e):
-    """The Hessian of Psi at the windows' scores, as a product ``v -> H v``, and its diagonal."""
+def _hessian_weights(win, q, e):
+    """The Hessian of Psi at the windows' scores: the weight :math:`W_a = e_a S(q)_a + S(qe)_a`
+    of each token's pairs within the window (``S`` the window sum), and the diagonal
+    :math:`q_a W_a / 2`; :func:`._pair_score_kernels.conjugate_gradients` applies it."""
     qe = q * e
     weight = e * win.sums(q)[1] + win.sums(qe)[1]
-    diag = 0.5 * q * weight
-
-    def product(v):
-        return 0.5 * q * (v * weight - (e * win.sums(q * v)[1] + win.sums(qe * v)[1]))
-
-    return product, diag
+    return weight, 0.5 * q * weight
 
 
-def _conjugate_gradients(product, diag, rhs, free, tol):
-    """Solve ``H x = rhs`` on the free tokens, preconditioned by the diagonal."""
-    x = np.zeros_like(rhs)
-    inverse = np.where(free & (diag > 0), 1.0 / np.where(diag > 0, diag, 1.0), 0.0)
-    r = np.where(free, rhs, 0.0)
-    z = inverse * r
-    d, rz = z.copy(), r @ z
-    for _ in range(MAX_CG_STEPS):
-        hd = np.where(free, product(d), 0.0)
-        curvature = d @ hd
-        if curvature <= 0 or rz <= 0:
-            break
-        step = rz / curvature
-        x += step * d
-        r -= step * hd
-        if np.abs(r).max() <= tol:
-            break
-        z = inverse * r
-        rz, rz_old = r @ z, rz
-        d = z + (rz / rz_old) * d
-    return x
+def _newton_direction(win, q, e, rhs, free, tol):
+    """Solve ``H x = rhs`` on the free tokens (conjugate gradients, preconditioned by the
+    diagonal, compiled)."""
+    weight, diag = _hessian_weights(win, q, e)
+    return conjugate_gradients(win.order, win.m, win.lo, win.hi, win.mu, win._big, q, e,
+                               weight, diag, rhs, free, tol, MAX_CG_STEPS)
 
 
 def _solve_part(q, e, base, p, sign):
@@ -226,8 +225,7 @@ def _solve_part(q, e, base, p, sign):
         worst = float(np.abs(grad[free]).max()) if free.any() else 0.0
         if worst == 0.0:
             break
-        product, diag = _hessian(win, q, e)
-        direction = _conjugate_gradients(product, diag, -grad, free, 1e-3 * worst)
+        direction = _newton_direction(win, q, e, -grad, free, 1e-3 * worst)
         # Clipped per score, not scaled: a flat direction must not shrink the others' steps.
         direction = np.clip(direction, -MAX_SCORE_STEP, MAX_SCORE_STEP)
         # Psi's decrease counts only beyond its rounding; near the optimum the shortfall,

@@ -1,0 +1,174 @@
+r"""Window sums of the pair-score solver in one compiled pass (numba, private).
+
+:class:`.pair_scores._Windows` sorts the tokens by score once per score
+vector; every pair sum the solver needs is then, for each token ``a``, a sum of
+:math:`w_b \mu_b^k` over the tokens ``b != a`` below, within and above the
+ramp's window :math:`|\mu_a - \mu_b| < 1`: a gather, a cumulative sum and three
+lookups.  numpy runs each of those as a separate pass with its own temporary,
+and the dual needs six such sums per evaluation; these kernels do all the
+moments of one weight vector in one pass, with the same floating-point
+operations in the same order as the numpy expressions they replace (the
+cumulative sum is sequential, as :func:`numpy.cumsum` is), so the results are
+equal bit for bit (the tests compare them).
+
+The token of weight above 1/2 (``big``, at most one; -1 for none) is kept out
+of the cumulative sums and added on its own, for the reason given in
+:class:`.pair_scores._Windows`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["conjugate_gradients", "window_bounds", "window_moments", "window_sums"]
+
+
+@njit(cache=True)
+def _times_power(w, x, k):
+    """``w x^k`` for ``k`` in 0, 1, 2, as numpy forms ``w * x**k`` (``x**2`` is ``x * x``)."""
+    if k == 1:
+        return w * x
+    if k == 2:
+        return w * (x * x)
+    return w
+
+
+@njit(cache=True)
+def _prefix(order, m, w, big, k):
+    """``c[0] = 0``, ``c[i + 1] = c[i] + w_(i) m_(i)^k`` over the sorted tokens, ``big`` out."""
+    V = order.shape[0]
+    c = np.empty(V + 1)
+    c[0] = 0.0
+    for i in range(V):
+        j = order[i]
+        c[i + 1] = c[i] + _times_power(0.0 if j == big else w[j], m[i], k)
+    return c
+
+
+@njit(cache=True)
+def window_sums(order, m, lo, hi, mu, w, big, k):
+    """``(below, window, above)`` of :meth:`.pair_scores._Windows.sums` for moment ``k``."""
+    V = order.shape[0]
+    c = _prefix(order, m, w, big, k)
+    below = np.empty(V)
+    window = np.empty(V)
+    above = np.empty(V)
+    total = c[V]
+    for a in range(V):
+        own = _times_power(w[a], mu[a], k)
+        below[a] = c[lo[a]]
+        window[a] = (c[hi[a]] - c[lo[a]]) - (0.0 if a == big else own)
+        above[a] = total - c[hi[a]]
+    if big >= 0:
+        term = _times_power(w[big], mu[big], k)
+        for a in range(V):
+            t = 0.0 if a == big else term
+            gap = mu[a] - mu[big]
+            below[a] = below[a] + (t if gap >= 1.0 else 0.0)
+            window[a] = window[a] + (t if abs(gap) < 1.0 else 0.0)
+            above[a] = above[a] + (t if gap <= -1.0 else 0.0)
+    return below, window, above
+
+
+@njit(cache=True)
+def window_moments(order, m, lo, hi, mu, w, big):
+    """The sums the dual needs of one weight vector: ``below``, ``window``, ``above`` of moment
+    0, ``window`` and ``above`` of moment 1, ``window`` of moment 2."""
+    below0, window0, above0 = window_sums(order, m, lo, hi, mu, w, big, 0)
+    _, window1, above1 = window_sums(order, m, lo, hi, mu, w, big, 1)
+    _, window2, _ = window_sums(order, m, lo, hi, mu, w, big, 2)
+    return below0, window0, above0, window1, above1, window2
+
+
+@njit(cache=True)
+def window_bounds(order, m):
+    """``lo``, ``hi`` per token (in token order): where the sorted scores ``m`` at or below
+    ``mu_a - 1`` end and those at or above ``mu_a + 1`` begin.
+
+    The sorted queries of ``np.searchsorted(m, m - 1, "right")`` and
+    ``np.searchsorted(m, m + 1, "left")``, answered by two pointers that only move
+    forward: :math:`O(V)`, the same comparisons of the same floats.
+    """
+    V = m.shape[0]
+    lo = np.empty(V, dtype=np.int64)
+    hi = np.empty(V, dtype=np.int64)
+    j_lo = 0
+    j_hi = 0
+    for i in range(V):
+        below = m[i] - 1.0
+        while j_lo < V and m[j_lo] <= below:
+            j_lo += 1
+        above = m[i] + 1.0
+        while j_hi < V and m[j_hi] < above:
+            j_hi += 1
+        lo[order[i]] = j_lo
+        hi[order[i]] = j_hi
+    return lo, hi
+
+
+@njit(cache=True)
+def _hessian_product(order, m, lo, hi, mu, big, q, e, weight, free, v):
+    """``H v`` on the free tokens, 0 elsewhere: :math:`\\tfrac12 q_a (v_a W_a - e_a
+    S(qv)_a - S(qev)_a)`, ``S`` the window sum of moment 0 and ``W`` the pairs' weights."""
+    V = q.shape[0]
+    qv = np.empty(V)
+    qev = np.empty(V)
+    for a in range(V):
+        qv[a] = q[a] * v[a]
+        qev[a] = (q[a] * e[a]) * v[a]
+    s1 = window_sums(order, m, lo, hi, mu, qv, big, 0)[1]
+    s2 = window_sums(order, m, lo, hi, mu, qev, big, 0)[1]
+    out = np.empty(V)
+    for a in range(V):
+        out[a] = 0.5 * q[a] * (v[a] * weight[a] - (e[a] * s1[a] + s2[a])) if free[a] else 0.0
+    return out
+
+
+@njit(cache=True)
+def _dot(a, b):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(cache=True)
+def conjugate_gradients(order, m, lo, hi, mu, big, q, e, weight, diag, rhs, free, tol, steps):
+    """Solve ``H x = rhs`` on the free tokens by conjugate gradients, preconditioned by the
+    Hessian's diagonal ``diag``; at most ``steps`` steps, stopping when the residual's
+    largest entry is at most ``tol`` or the curvature vanishes (``H`` is a graph Laplacian,
+    positive semidefinite)."""
+    V = q.shape[0]
+    x = np.zeros(V)
+    inverse = np.zeros(V)
+    r = np.zeros(V)
+    for a in range(V):
+        if free[a]:
+            r[a] = rhs[a]
+            if diag[a] > 0:
+                inverse[a] = 1.0 / diag[a]
+    z = inverse * r
+    d = z.copy()
+    rz = _dot(r, z)
+    for _ in range(steps):
+        hd = _hessian_product(order, m, lo, hi, mu, big, q, e, weight, free, d)
+        curvature = _dot(d, hd)
+        if curvature <= 0 or rz <= 0:
+            break
+        step = rz / curvature
+        worst = 0.0
+        for a in range(V):
+            x[a] += step * d[a]
+            r[a] -= step * hd[a]
+            worst = max(worst, abs(r[a]))
+        if worst <= tol:
+            break
+        for a in range(V):
+            z[a] = inverse[a] * r[a]
+        rz_old = rz
+        rz = _dot(r, z)
+        beta = rz / rz_old
+        for a in range(V):
+            d[a] = z[a] + beta * d[a]
+    return x
