@@ -16,7 +16,9 @@ to the published figure of Thomas & Pal (arXiv:2511.15898, abstract: "under
 100 ms of overhead per generated token", with top-k truncated drafts; here
 the full vocabulary, no truncation).  Then the per-token overhead of the
 transport-LP verifier ``optimal_lp`` where it can run at all (tiny V), beside
-``optimal`` on the same rows.
+``optimal`` on the same rows.  Last, two drafts without replacement: ``optimal``
+(the pair-score rule) per position, its plan uncached as at a new position,
+against argsort, the published figure and the LP.
 
 Run: ``python benchmarks/bench_optimal.py`` (``--quick``: fewer repeats).
 Rows are softmax(3 z) targets with draft logits perturbed by N(0, 1).
@@ -36,6 +38,7 @@ from spectheory.verifiers.coupling import clear_transport_cache, optimal_lp
 
 #: Thomas & Pal (arXiv:2511.15898), abstract: under 100 ms of overhead per generated token.
 PUBLISHED_MS = 100.0
+WOR_ = "without_replacement"
 
 
 def row(V, seed):
@@ -103,6 +106,49 @@ def bench_lp(repeats):
               f"{opt * 1e3:>10.3f} {opt / s:>12.1f} {lp / opt:>10.0f}", flush=True)  # fmt: skip
 
 
+def _lp_wor(p, q, drafts, seed):
+    return optimal_lp(p, q, drafts, RandomCoins(seed), sampling=WOR_)
+
+
+def _verify_wor(p, q, drafts, seed):
+    return stt.verify("optimal", p, q, drafts, seed, sampling=WOR_)
+
+
+def bench_wor(repeats, vocabs):
+    """Two drafts without replacement: ``optimal`` runs the pair-score rule, whose plan (a
+    projected Newton solve, uncached here as at a new position) is the per-position cost."""
+    from spectheory.verifiers.pair_scores import clear_score_plan_cache, score_plan
+
+    print("\noptimal, two drafts without replacement (pair-score plan + one trial), per position:")
+    print(f"  {'V':>8} {'argsort ms':>10} {'optimal ms':>10} {'optimal/sort':>12} "
+          f"{'reached':>7} {'optimal/published':>17}")  # fmt: skip
+    rng = np.random.default_rng(1)
+    for V in vocabs:
+        p, q = row(V, V)
+        drafts = tuple(int(x) for x in rng.choice(V, size=2, replace=False, p=q))
+        _verify_wor(p[:64] / p[:64].sum(), q[:64] / q[:64].sum(), (0, 1), 0)  # load the kernels
+        ts, to = [], []
+        for r in range(repeats):
+            ts.append(timed(np.argsort, p))
+            clear_score_plan_cache()
+            to.append(timed(_verify_wor, p, q, drafts, r))
+        reached = score_plan(p, q).reached
+        s, o = min(ts), min(to)
+        print(f"  {V:>8} {s * 1e3:>10.2f} {o * 1e3:>10.1f} {o / s:>12.1f} {reached!s:>7} "
+              f"{o * 1e3 / PUBLISHED_MS:>17.3f}", flush=True)  # fmt: skip
+    print("  optimal_lp, two drafts without replacement (transport LP per position):")
+    for V in (6, 10, 20):
+        p, q = row(V, 11 * V)
+        t_lp, t_opt = [], []
+        for r in range(repeats):
+            clear_transport_cache()
+            t_lp.append(timed(_lp_wor, p, q, (0, 1), r))
+            clear_score_plan_cache()
+            t_opt.append(timed(_verify_wor, p, q, (0, 1), r))
+        print(f"  {V:>8} LP {min(t_lp) * 1e3:.2f} ms, optimal {min(t_opt) * 1e3:.2f} ms, "
+              f"LP/optimal {min(t_lp) / min(t_opt):.1f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -119,6 +165,7 @@ def main():
           f"best of {repeats}", flush=True)
     bench(repeats, (49_152, 151_936), (2, 4, 8))
     bench_lp(repeats)
+    bench_wor(repeats, (49_152, 151_936))
 
 
 if __name__ == "__main__":
