@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["conjugate_gradients", "window_bounds", "window_moments", "window_sums"]
+__all__ = [
+    "conjugate_gradients", "part_dual", "window_bounds", "window_moments", "window_sums",
+]
 
 
 @njit(cache=True)
@@ -172,3 +174,39 @@ def conjugate_gradients(order, m, lo, hi, mu, big, q, e, weight, diag, rhs, free
         for a in range(V):
             d[a] = z[a] + beta * d[a]
     return x
+
+
+@njit(cache=True)
+def _ramp_psi(mu_a, below, window, above, mid1, up1, mid2):
+    """:math:`\\sum_b w_b\\,\\mathrm{ramp}(\\mu_a - \\mu_b)` and :math:`\\sum_b w_b\\,\\psi(\\mu_a,
+    \\mu_b)` from the window sums, as the numpy expressions of ``_part_state`` form them."""
+    ramp_sum = below + (0.5 + 0.5 * mu_a) * window - 0.5 * mid1
+    psi_sum = ((0.25 - mu_a) * below
+               - ((mu_a * mu_a) * window - (2 * mu_a) * mid1 + mid2) / 4 - (0.5 * mu_a) * window
+               - 0.5 * mid1 + 0.25 * above - up1)
+    return ramp_sum, psi_sum
+
+
+@njit(cache=True)
+def part_dual(order, m, lo, hi, mu, big, q, e):
+    """The pair terms of one part's dual at scores ``mu``: per token, its selection mass from
+    the pairs within the part, :math:`q_a (e_a R(q)_a + R(qe)_a)` (``R`` the ramp sums), and
+    :math:`q_a (e_a \\Psi(q)_a + \\Psi(qe)_a)`, whose half-sum is the pairs' part of the dual.
+
+    Elementwise the same operations as the numpy expressions they replace; the caller
+    adds the base and takes the sums (pairwise, as numpy does).
+    """
+    V = q.shape[0]
+    qe = np.empty(V)
+    for a in range(V):
+        qe[a] = q[a] * e[a]
+    b0, w0, a0, w1, a1, w2 = window_moments(order, m, lo, hi, mu, q, big)
+    b0e, w0e, a0e, w1e, a1e, w2e = window_moments(order, m, lo, hi, mu, qe, big)
+    mass = np.empty(V)
+    terms = np.empty(V)
+    for a in range(V):
+        rq, pq = _ramp_psi(mu[a], b0[a], w0[a], a0[a], w1[a], a1[a], w2[a])
+        rk, pk = _ramp_psi(mu[a], b0e[a], w0e[a], a0e[a], w1e[a], a1e[a], w2e[a])
+        mass[a] = q[a] * (e[a] * rq + rk)
+        terms[a] = q[a] * (e[a] * pq + pk)
+    return mass, terms

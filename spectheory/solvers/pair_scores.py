@@ -71,6 +71,7 @@ import numpy as np
 from ._pair_rows import inverse_rest
 from ._pair_score_kernels import (
     conjugate_gradients,
+    part_dual,
     window_bounds,
     window_moments,
     window_sums,
@@ -164,12 +165,24 @@ class _Windows:
 
 
 def _part_state(mu, q, e, base, p):
-    """The part's dual objective :math:`\\Psi(\\mu)`, marginal ``y`` (module docstring) and
-    windows."""
+    r"""The part's dual objective :math:`\Psi(\mu)`, marginal ``y`` (module docstring) and
+    windows (the pair sums compiled, :func:`._pair_score_kernels.part_dual`)."""
+    win = _Windows(mu, q)
+    mass, terms = part_dual(win.order, win.m, win.lo, win.hi, win.mu, win._big, q, e)
+    y = base + mass
+    pairs = 0.5 * np.sum(terms)  # each unordered pair counted from both ends
+    return -(pairs + mu @ (p - base)), y, win
+
+
+def _part_state_numpy(mu, q, e, base, p):
+    """:func:`_part_state` in numpy expressions over :meth:`_Windows.sums_numpy`: the
+    reference the compiled pass is tested on (equal bit for bit)."""
     win = _Windows(mu, q)
 
     def weighted(w):  # sum_{b != a} w_b ramp(mu_a - mu_b), and sum_{b != a} w_b psi(mu_a, mu_b)
-        below, window, above, mid1, up1, mid2 = win.moments(w)
+        below, window, above = win.sums_numpy(w)
+        mid1, up1 = win.sums_numpy(w, 1)[1:]
+        mid2 = win.sums_numpy(w, 2)[1]
         ramp_sum = below + (0.5 + 0.5 * mu) * window - 0.5 * mid1
         # psi(x, m) = h(x - m) - m: 1/4 - x below, -(x-m)^2/4 - x/2 - m/2 within, 1/4 - m above
         psi_sum = ((0.25 - mu) * below
@@ -181,7 +194,7 @@ def _part_state(mu, q, e, base, p):
     rq, pq = weighted(q)
     rk, pk = weighted(qe)
     y = base + q * (e * rq + rk)
-    pairs = 0.5 * np.sum(q * (e * pq + pk))  # each unordered pair counted from both ends
+    pairs = 0.5 * np.sum(q * (e * pq + pk))
     return -(pairs + mu @ (p - base)), y, win
 
 
@@ -284,14 +297,26 @@ def pair_score_marginal(q, preferred, mu):
         return y
     e = inverse_rest(q)
     y = np.zeros_like(q)
-    for part in (preferred, ~preferred):
-        other = ~part
-        # T gets every pair it shares with H*; H* gets none of them.
-        base = (q[part] * (e[part] * q[other].sum() + (q * e)[other].sum())
-                if part is preferred else np.zeros(part.sum()))
+    support = q > 0  # a token of q = 0 is never drawn: y = 0 there
+    for part, base_of in ((preferred & support, _preferred_base), (~preferred & support, None)):
+        base = _part_base(q, e, part, support, base_of)
         if part.any():
             y[part] = _part_state(mu[part], q[part], e[part], base, np.zeros(part.sum()))[1]
     return y
+
+
+def _preferred_base(q, e, part, other):
+    """Mass the preferred part ``T`` gets from its pairs with the rest: every such pair."""
+    return q[part] * (e[part] * q[other].sum() + (q * e)[other].sum())
+
+
+def _part_base(q, e, part, support, base_of):
+    """The part's mass from pairs with the other part (``base_of``; None: none of them).
+    One expression for the plan and :func:`pair_score_marginal`, so their ``y`` agree bit
+    for bit."""
+    if base_of is None:
+        return np.zeros(part.sum())
+    return base_of(q, e, part, support & ~part)
 
 
 def _solve_exactly(matrix, rhs, default):
@@ -439,15 +464,16 @@ def pair_score_plan(p, q):
     support, in_h, bound = row.support, row.in_h, row.bound
     e = inverse_rest(qf)
     preferred = ~in_h & support
-    mu, shortfall = np.zeros(qf.size), 0.0
-    for part, sign in ((preferred, -1), (in_h & support, +1)):
-        if part.sum() < 2:
-            continue  # no pair within the part: nothing to score
-        other = support & ~part
-        base = (qf[part] * (e[part] * qf[other].sum() + (qf * e)[other].sum())
-                if sign < 0 else np.zeros(part.sum()))
-        mu[part], _, short = _solve_part(qf[part], e[part], base, pf[part], sign)
-        shortfall += short
+    mu, y, shortfall = np.zeros(qf.size), np.zeros(qf.size), 0.0
+    for part, sign, base_of in ((preferred, -1, _preferred_base), (in_h & support, +1, None)):
+        base = _part_base(qf, e, part, support, base_of)
+        if part.sum() >= 2:
+            # the marginal at the best scores comes with them: pair_score_marginal(qf,
+            # preferred, mu) to the bit (tests), without computing it again
+            mu[part], y[part], short = _solve_part(qf[part], e[part], base, pf[part], sign)
+            shortfall += short
+        elif part.any():  # no pair within the part: nothing to score
+            y[part] = _part_state(mu[part], qf[part], e[part], base, np.zeros(part.sum()))[1]
     if exact:
         best = None
         for candidate in (np.array([Fraction(float(x)) for x in mu], dtype=object),
@@ -460,7 +486,6 @@ def pair_score_plan(p, q):
                 best = (candidate, yc, acc)
         mu, y, accepted = best
     else:
-        y = pair_score_marginal(qf, preferred, mu)
         accepted = np.minimum(p, y)
     value = accepted.sum()
     left = p - accepted

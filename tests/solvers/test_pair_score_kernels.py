@@ -92,3 +92,40 @@ def test_conjugate_gradients_solve_the_dense_hessian(seed):
     assert np.all(x[~free] == 0.0)
     Lf = L[np.ix_(free, free)]
     np.testing.assert_allclose(Lf @ x[free], rhs[free], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("V", [2, 3, 50, 49_152])
+def test_part_state_equals_the_numpy_expressions_bit_for_bit(V):
+    """The compiled dual and marginal (``part_dual``) against the numpy expressions over
+    the numpy window sums: the same bits, the dual's value included."""
+    from spectheory.solvers.pair_scores import _part_state, _part_state_numpy
+
+    rng = np.random.default_rng(V + 1)
+    for kind, q, mu, _ in _rows(V, V + 2):
+        e = inverse_rest(q)
+        base, p = 1e-3 * rng.random(V), rng.dirichlet(np.ones(V))
+        value, y, _ = _part_state(mu, q, e, base, p)
+        value_np, y_np, _ = _part_state_numpy(mu, q, e, base, p)
+        assert np.array_equal(y, y_np) and value == value_np, kind
+
+
+def test_plan_marginal_is_the_marginal_function_bit_for_bit():
+    """The plan keeps the marginal its solve computed at the best scores; it must be what
+    ``pair_score_marginal`` (tested against Fraction pair sums) gives for the plan's scores,
+    bit for bit, also with tokens of q = 0 and parts of one token."""
+    from spectheory.solvers.pair_scores import pair_score_marginal, pair_score_plan
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for V in rng.integers(2, 9, 150):
+        p, q = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
+        if rng.random() < 0.3:
+            q[rng.integers(V)] = 0.0
+            q /= q.sum()
+        if np.count_nonzero(q) < 2:
+            continue
+        plan = pair_score_plan(p, q)
+        assert np.array_equal(plan.y, pair_score_marginal(q, plan.preferred, plan.mu))
+        assert plan.reached
+        checked += 1
+    assert checked > 100
