@@ -110,17 +110,34 @@ def window_bounds(order, m):
 
 
 @njit(cache=True)
-def _hessian_product(order, m, lo, hi, mu, big, q, e, weight, free, v):
-    """``H v`` on the free tokens, 0 elsewhere: :math:`\\tfrac12 q_a (v_a W_a - e_a
-    S(qv)_a - S(qev)_a)`, ``S`` the window sum of moment 0 and ``W`` the pairs' weights."""
+def _window0_into(order, lo, hi, mu, w, big, c, out):
+    """``out[a]`` = the window of :func:`window_sums` at moment 0 (the same operations),
+    into preallocated ``c`` (V + 1) and ``out`` (V): the conjugate gradients' inner loop."""
+    V = order.shape[0]
+    c[0] = 0.0
+    for i in range(V):
+        j = order[i]
+        c[i + 1] = c[i] + (0.0 if j == big else w[j])
+    for a in range(V):
+        out[a] = (c[hi[a]] - c[lo[a]]) - (0.0 if a == big else w[a])
+    if big >= 0:
+        for a in range(V):
+            if a != big and abs(mu[a] - mu[big]) < 1.0:
+                out[a] = out[a] + w[big]
+
+
+@njit(cache=True)
+def _hessian_product(order, lo, hi, mu, big, q, qe, e, weight, free, v, work):
+    """``H v`` on the free tokens, 0 elsewhere: :math:`\tfrac12 q_a (v_a W_a - e_a
+    S(qv)_a - S(qev)_a)`, ``S`` the window sum of moment 0 and ``W`` the pairs' weights;
+    ``work`` holds five preallocated rows (V + 1 wide)."""
     V = q.shape[0]
-    qv = np.empty(V)
-    qev = np.empty(V)
+    qv, qev, s1, s2, c = work[0, :V], work[1, :V], work[2, :V], work[3, :V], work[4]
     for a in range(V):
         qv[a] = q[a] * v[a]
-        qev[a] = (q[a] * e[a]) * v[a]
-    s1 = window_sums(order, m, lo, hi, mu, qv, big, 0)[1]
-    s2 = window_sums(order, m, lo, hi, mu, qev, big, 0)[1]
+        qev[a] = qe[a] * v[a]
+    _window0_into(order, lo, hi, mu, qv, big, c, s1)
+    _window0_into(order, lo, hi, mu, qev, big, c, s2)
     out = np.empty(V)
     for a in range(V):
         out[a] = 0.5 * q[a] * (v[a] * weight[a] - (e[a] * s1[a] + s2[a])) if free[a] else 0.0
@@ -153,8 +170,12 @@ def conjugate_gradients(order, m, lo, hi, mu, big, q, e, weight, diag, rhs, free
     z = inverse * r
     d = z.copy()
     rz = _dot(r, z)
+    qe = np.empty(V)
+    for a in range(V):
+        qe[a] = q[a] * e[a]
+    work = np.empty((5, V + 1))
     for _ in range(steps):
-        hd = _hessian_product(order, m, lo, hi, mu, big, q, e, weight, free, d)
+        hd = _hessian_product(order, lo, hi, mu, big, q, qe, e, weight, free, d, work)
         curvature = _dot(d, hd)
         if curvature <= 0 or rz <= 0:
             break
