@@ -5,11 +5,15 @@ vector; every pair sum the solver needs is then, for each token ``a``, a sum of
 :math:`w_b \mu_b^k` over the tokens ``b != a`` below, within and above the
 ramp's window :math:`|\mu_a - \mu_b| < 1`: a gather, a cumulative sum and three
 lookups.  numpy runs each of those as a separate pass with its own temporary,
-and the dual needs six such sums per evaluation; these kernels do all the
-moments of one weight vector in one pass, with the same floating-point
-operations in the same order as the numpy expressions they replace (the
-cumulative sum is sequential, as :func:`numpy.cumsum` is), so the results are
-equal bit for bit (the tests compare them).
+and the dual needs six such sums per evaluation and two per conjugate-gradient
+step; these kernels compute them, and the dual's pair terms from them
+(:func:`part_dual`), in compiled loops with the same floating-point operations
+in the same order as the numpy expressions they replace (the cumulative sum is
+sequential, as :func:`numpy.cumsum` is), so the results are equal bit for bit
+(the tests compare them).  The window bounds are found by two forward pointers
+instead of two binary searches per token, and the conjugate gradients run
+compiled too (their dot products add in sequence, so they are not numpy's to
+the bit; the tests check them against a dense solve).
 
 The token of weight above 1/2 (``big``, at most one; -1 for none) is kept out
 of the cumulative sums and added on its own, for the reason given in

@@ -44,15 +44,15 @@ Hessian is the Laplacian of the pairs with :math:`|\mu_a - \mu_b| < 1`
 **Cost.**  As :math:`M_{ab} = q_a (q e)_b + (q e)_a q_b`, sums over the pairs
 are window sums of ``q`` and :math:`q e` over the tokens sorted by score:
 :math:`y`, :math:`\Psi` and a Hessian product take :math:`O(V \log V)`, not
-:math:`O(V^2)`.  The sums, the windows' bounds and the conjugate gradients run
-compiled (:mod:`._pair_score_kernels`; the sums equal their numpy expressions,
-:meth:`_Windows.sums_numpy`, bit for bit).  The projected Newton method
-(conjugate gradients with the Hessian's diagonal as preconditioner, each score
-moving at most one window's width, step halving on :math:`\Psi` or on the
-shortfall) stops when the
-shortfall :math:`\sum_{H^*}(p - y)_+ + \sum_T (y - p)_+` is at rounding level
-(``SHORTFALL_TOLERANCE``) or has not halved in ``STALL_STEPS`` steps, and keeps
-the best scores it met.
+:math:`O(V^2)`.  The sums, the windows' bounds, the dual's pair terms and the
+conjugate gradients run compiled (:mod:`._pair_score_kernels`; sums and terms
+equal their numpy expressions, :meth:`_Windows.sums_numpy` and
+:func:`_part_state_numpy`, bit for bit).  The projected Newton method (conjugate
+gradients with the Hessian's diagonal as preconditioner, each score moving at
+most one window's width, step halving on :math:`\Psi` or on the shortfall)
+stops when the shortfall :math:`\sum_{H^*}(p - y)_+ + \sum_T (y - p)_+` is at
+rounding level (``SHORTFALL_TOLERANCE``) or has not halved in ``STALL_STEPS``
+steps, and keeps the best scores it met, with the marginal computed there.
 
 References
 ----------
@@ -73,7 +73,6 @@ from ._pair_score_kernels import (
     conjugate_gradients,
     part_dual,
     window_bounds,
-    window_moments,
     window_sums,
 )
 from ._result import SolverResult
@@ -136,12 +135,6 @@ class _Windows:
         :mod:`._pair_score_kernels`, equal bit for bit to :meth:`sums_numpy`)."""
         return window_sums(self.order, self.m, self.lo, self.hi, self.mu,
                            np.ascontiguousarray(w, dtype=np.float64), self._big, k)
-
-    def moments(self, w):
-        """``sums(w)``, then the window and above of ``sums(w, 1)`` and the window of
-        ``sums(w, 2)``: what the dual needs of one weight vector, in one call."""
-        return window_moments(self.order, self.m, self.lo, self.hi, self.mu,
-                              np.ascontiguousarray(w, dtype=np.float64), self._big)
 
     def sums_numpy(self, w, k=0):
         """:meth:`sums` in numpy expressions: the reference the compiled pass is tested on."""
