@@ -97,6 +97,7 @@ from ..verifiers._ops import normalise_or, positive_part, residual
 from ..verifiers._registry import builtin_names, get_verifier
 from ..verifiers.kseq import kseq_rho
 from ..verifiers.typical import POSTERIOR_ALPHA, POSTERIOR_THRESHOLD
+from ._coin_kernels import _accept, _cdf_rows, _search
 
 __all__ = [
     "EXACT_MASS",
@@ -207,29 +208,6 @@ def _np_sum(a):
 
 
 @njit(cache=True)
-def _accept(num, den):
-    """``min(1, num / den)``; 0 when ``den <= 0``, a q = 0 draft (``_ops.accept_prob``)."""
-    if den > 0:
-        ratio = num / den
-        return ratio if ratio < 1.0 else 1.0
-    return 0.0
-
-
-@njit(cache=True)
-def _search(cum, u, last):
-    """Smallest ``i`` with ``u < cum[i]``; ``last`` if there is none."""
-    lo = 0
-    hi = cum.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cum[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    return last if lo == cum.shape[0] else lo
-
-
-@njit(cache=True)
 def _inverse_cdf(u, probs):
     """``coins._inverse_cdf``: linear scan over positive entries, else the last one."""
     acc = 0.0
@@ -273,19 +251,6 @@ def _masked_search(cum, w, S, m, target):
 
 
 # --------------------------------------------------------------------------- per-row preparation
-
-
-def _cdf(r):
-    """Sequential cumulative sums of a 1-D law and its last index of positive mass."""
-    return np.cumsum(r), int(np.flatnonzero(r > 0)[-1])
-
-
-def _cdf_rows(laws):
-    cums = np.empty((len(laws), laws[0].shape[0]))
-    last = np.empty(len(laws), dtype=np.int64)
-    for b, r in enumerate(laws):
-        cums[b], last[b] = _cdf(r)
-    return cums, last
 
 
 def verifier_uniforms(name, n):

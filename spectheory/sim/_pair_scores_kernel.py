@@ -14,7 +14,7 @@ trials on pre-drawn uniforms with the reference's coin order:
   :math:`\min(1, p_x / y_x)`;
 * ``u[b, t, 2]``: otherwise the residual by inverse CDF (binary search on
   sequential partial sums, equal to the reference's linear scan bit for bit,
-  :mod:`spectheory.sim._kernels`).
+  :mod:`spectheory.sim._coin_kernels`).
 
 Cost: the plan per row (a projected Newton solve, :math:`O(V \log V)` a step),
 then :math:`O(\log V)` per trial.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import _accept, _cdf_rows, _search
+from ._coin_kernels import _accept, _cdf_rows, _search
 
 __all__ = ["PAIR_SCORE_UNIFORMS", "pair_score_tables", "run_pair_scores"]
 
