@@ -25,12 +25,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._errors import InvalidParameterError
 from ._coin_kernels import _accept, _cdf_rows, _search
 
-__all__ = ["PAIR_SCORE_UNIFORMS", "pair_score_tables", "run_pair_scores"]
-
-#: Uniforms per trial: selection coin, accept coin, residual draw.
-PAIR_SCORE_UNIFORMS = 3
+__all__ = ["pair_score_tables", "run_pair_scores"]
 
 
 @njit(cache=True)
@@ -92,7 +90,7 @@ def run_pair_scores(p, q, drafts, u):
     q = np.ascontiguousarray(q, dtype=np.float64)
     B, T, n = drafts.shape
     if n != 2:
-        raise ValueError(f"run_pair_scores needs two drafts per trial; got n={n}")
+        raise InvalidParameterError(f"run_pair_scores needs two drafts per trial; got n={n}")
     tb = pair_score_tables(p, q)
     out = np.empty((B, T), dtype=np.int64)
     _run(p, tb["pref"], tb["mu"], tb["y"], tb["cres"], tb["last"], np.ascontiguousarray(drafts),

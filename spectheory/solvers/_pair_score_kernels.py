@@ -157,7 +157,7 @@ def _dot(a, b):
 
 
 @njit(cache=True)
-def conjugate_gradients(order, m, lo, hi, mu, big, q, e, weight, diag, rhs, free, tol, steps):
+def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, tol, steps):
     """Solve ``H x = rhs`` on the free tokens by conjugate gradients, preconditioned by the
     Hessian's diagonal ``diag``; at most ``steps`` steps, stopping when the residual's
     largest entry is at most ``tol`` or the curvature vanishes (``H`` is a graph Laplacian,

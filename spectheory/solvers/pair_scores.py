@@ -204,7 +204,7 @@ def _newton_direction(win, q, e, rhs, free, tol):
     """Solve ``H x = rhs`` on the free tokens (conjugate gradients, preconditioned by the
     diagonal, compiled)."""
     weight, diag = _hessian_weights(win, q, e)
-    return conjugate_gradients(win.order, win.m, win.lo, win.hi, win.mu, win._big, q, e,
+    return conjugate_gradients(win.order, win.lo, win.hi, win.mu, win._big, q, e,
                                weight, diag, rhs, free, tol, MAX_CG_STEPS)
 
 

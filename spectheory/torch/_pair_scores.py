@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._errors import InvalidParameterError
 from . import _ops
 
 __all__ = ["pair_scores_torch"]
@@ -44,6 +45,8 @@ def _plan_tensors(p, q):
 
 def pair_scores_torch(p, q, d, u):
     """Tokens (B,) of ``pair_scores`` on float64 rows (B, V), drafts (B, 2), uniforms (B, 3)."""
+    if d.shape[1] != 2:  # unvalidated callers too: never verify on the first two drafts only
+        raise InvalidParameterError(f"pair_scores needs two drafts per row; got n={d.shape[1]}")
     preferred, mu, y, residual = _plan_tensors(p, q)
     a, b = d[:, 0], d[:, 1]
     in_a, in_b = _ops.gather(preferred, a), _ops.gather(preferred, b)

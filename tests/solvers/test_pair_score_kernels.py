@@ -87,7 +87,7 @@ def test_conjugate_gradients_solve_the_dense_hessian(seed):
     free = rng.random(V) < 0.8
     rhs = np.where(free, rng.standard_normal(V), 0.0)
     rhs[free] -= rhs[free].mean()  # in the range of a connected block's Laplacian
-    x = conjugate_gradients(win.order, win.m, win.lo, win.hi, win.mu, win._big, q, e, weight,
+    x = conjugate_gradients(win.order, win.lo, win.hi, win.mu, win._big, q, e, weight,
                             diag, rhs, free, 1e-13, 10 * V)
     assert np.all(x[~free] == 0.0)
     Lf = L[np.ix_(free, free)]

@@ -247,3 +247,18 @@ def test_a_part_of_one_token_needs_no_score():
     assert list(plan.preferred) == [False, False, True] and plan.mu[2] == 0
     law, acc = exact_row(pair_scores, p, q, 2, WOR)
     assert list(law) == list(p) and acc == plan.bound == plan.alpha_value
+
+
+def test_batched_forms_refuse_other_than_two_drafts_without_validation():
+    """The numba kernel and the torch form, called bare, refuse n != 2 by name: neither may
+    verify on the first two drafts of three (the validating entry points refuse it first)."""
+    torch = pytest.importorskip("torch")
+    from spectheory.sim._pair_scores_kernel import run_pair_scores
+    from spectheory.torch._pair_scores import pair_scores_torch
+
+    p = np.full((1, 4), 0.25)
+    with pytest.raises(InvalidParameterError, match="got n=3"):
+        run_pair_scores(p, p, np.zeros((1, 1, 3), dtype=np.int64), np.zeros((1, 1, 3)))
+    tp = torch.from_numpy(p)
+    with pytest.raises(InvalidParameterError, match="got n=3"):
+        pair_scores_torch(tp, tp, torch.tensor([[0, 1, 2]]), torch.zeros(1, 3, dtype=torch.float64))
