@@ -114,38 +114,47 @@ def window_bounds(order, m):
 
 
 @njit(cache=True)
-def _window0_into(order, lo, hi, mu, w, big, c, out):
-    """``out[a]`` = the window of :func:`window_sums` at moment 0 (the same operations),
-    into preallocated ``c`` (V + 1) and ``out`` (V): the conjugate gradients' inner loop."""
+def _free_tokens(order, lo, hi, free):
+    """The free tokens in score order, and each one's window as a range of that list.
+
+    ``tokens[f]`` is the ``f``-th free token by score; the free tokens within its window
+    ``|mu_a - mu_b| < 1`` are ``tokens[start[f]:stop[f]]`` (itself included).
+    """
     V = order.shape[0]
-    c[0] = 0.0
+    before = np.empty(V + 1, dtype=np.int64)  # free tokens before each sorted position
+    tokens = np.empty(V, dtype=np.int64)
+    k = 0
     for i in range(V):
-        j = order[i]
-        c[i + 1] = c[i] + (0.0 if j == big else w[j])
-    for a in range(V):
-        out[a] = (c[hi[a]] - c[lo[a]]) - (0.0 if a == big else w[a])
-    if big >= 0:
-        for a in range(V):
-            if a != big and abs(mu[a] - mu[big]) < 1.0:
-                out[a] = out[a] + w[big]
+        before[i] = k
+        if free[order[i]]:
+            tokens[k] = order[i]
+            k += 1
+    before[V] = k
+    tokens = tokens[:k]
+    start = np.empty(k, dtype=np.int64)
+    stop = np.empty(k, dtype=np.int64)
+    for f in range(k):
+        start[f] = before[lo[tokens[f]]]
+        stop[f] = before[hi[tokens[f]]]
+    return tokens, start, stop
 
 
 @njit(cache=True)
-def _hessian_product(order, lo, hi, mu, big, q, qe, e, weight, free, v, work):
-    """``H v`` on the free tokens, 0 elsewhere: :math:`\tfrac12 q_a (v_a W_a - e_a
-    S(qv)_a - S(qev)_a)`, ``S`` the window sum of moment 0 and ``W`` the pairs' weights;
-    ``work`` holds five preallocated rows (V + 1 wide)."""
-    V = q.shape[0]
-    qv, qev, s1, s2, c = work[0, :V], work[1, :V], work[2, :V], work[3, :V], work[4]
-    for a in range(V):
-        qv[a] = q[a] * v[a]
-        qev[a] = qe[a] * v[a]
-    _window0_into(order, lo, hi, mu, qv, big, c, s1)
-    _window0_into(order, lo, hi, mu, qev, big, c, s2)
-    out = np.empty(V)
-    for a in range(V):
-        out[a] = 0.5 * q[a] * (v[a] * weight[a] - (e[a] * s1[a] + s2[a])) if free[a] else 0.0
-    return out
+def _window0_free(start, stop, big_at, near_big, w, c, out):
+    """``out[f]`` = the sum of ``w`` over the other free tokens in free token ``f``'s window:
+    the window of :func:`window_sums` at moment 0 for a ``w`` that is 0 off the free
+    tokens (the zeros add nothing).  ``big_at`` is the big token's place in the free
+    list (-1 when it is not free) and ``near_big[f]`` whether it lies in ``f``'s window."""
+    F = w.shape[0]
+    c[0] = 0.0
+    for f in range(F):
+        c[f + 1] = c[f] + (0.0 if f == big_at else w[f])
+    for f in range(F):
+        out[f] = (c[stop[f]] - c[start[f]]) - (0.0 if f == big_at else w[f])
+    if big_at >= 0:
+        for f in range(F):
+            if f != big_at and near_big[f]:
+                out[f] = out[f] + w[big_at]
 
 
 @njit(cache=True)
@@ -161,44 +170,79 @@ def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, t
     """Solve ``H x = rhs`` on the free tokens by conjugate gradients, preconditioned by the
     Hessian's diagonal ``diag``; at most ``steps`` steps, stopping when the residual's
     largest entry is at most ``tol`` or the curvature vanishes (``H`` is a graph Laplacian,
-    positive semidefinite)."""
+    positive semidefinite).  ``x`` is 0 off the free tokens.
+
+    The product ``H d`` on the free tokens is :math:`\\tfrac12 q_a (d_a W_a - e_a S(qd)_a
+    - S(qed)_a)`, ``S`` the window sum and ``W`` the pairs' weights.  As ``d`` is 0 off the
+    free tokens, ``S`` needs only them: the iteration runs on the free tokens alone, in
+    score order (:func:`_free_tokens`), so a step costs :math:`O(F)` for ``F`` free
+    tokens rather than :math:`O(V)`.
+    """
     V = q.shape[0]
-    x = np.zeros(V)
-    inverse = np.zeros(V)
-    r = np.zeros(V)
-    for a in range(V):
-        if free[a]:
-            r[a] = rhs[a]
-            if diag[a] > 0:
-                inverse[a] = 1.0 / diag[a]
+    tokens, start, stop = _free_tokens(order, lo, hi, free)
+    F = tokens.shape[0]
+    fq = np.empty(F)
+    fqe = np.empty(F)
+    fe = np.empty(F)
+    fw = np.empty(F)
+    inverse = np.zeros(F)
+    r = np.empty(F)
+    near_big = np.zeros(F, dtype=np.bool_)
+    big_at = -1
+    for f in range(F):
+        a = tokens[f]
+        fq[f] = q[a]
+        fe[f] = e[a]
+        fqe[f] = q[a] * e[a]
+        fw[f] = weight[a]
+        r[f] = rhs[a]
+        if diag[a] > 0:
+            inverse[f] = 1.0 / diag[a]
+        if a == big:
+            big_at = f
+    if big_at >= 0:
+        for f in range(F):
+            near_big[f] = abs(mu[tokens[f]] - mu[big]) < 1.0
+    x = np.zeros(F)
     z = inverse * r
     d = z.copy()
     rz = _dot(r, z)
-    qe = np.empty(V)
-    for a in range(V):
-        qe[a] = q[a] * e[a]
-    work = np.empty((5, V + 1))
+    dq = np.empty(F)
+    dqe = np.empty(F)
+    s1 = np.empty(F)
+    s2 = np.empty(F)
+    c = np.empty(F + 1)
+    hd = np.empty(F)
     for _ in range(steps):
-        hd = _hessian_product(order, lo, hi, mu, big, q, qe, e, weight, free, d, work)
+        for f in range(F):
+            dq[f] = fq[f] * d[f]
+            dqe[f] = fqe[f] * d[f]
+        _window0_free(start, stop, big_at, near_big, dq, c, s1)
+        _window0_free(start, stop, big_at, near_big, dqe, c, s2)
+        for f in range(F):
+            hd[f] = 0.5 * fq[f] * (d[f] * fw[f] - (fe[f] * s1[f] + s2[f]))
         curvature = _dot(d, hd)
         if curvature <= 0 or rz <= 0:
             break
         step = rz / curvature
         worst = 0.0
-        for a in range(V):
-            x[a] += step * d[a]
-            r[a] -= step * hd[a]
-            worst = max(worst, abs(r[a]))
+        for f in range(F):
+            x[f] += step * d[f]
+            r[f] -= step * hd[f]
+            worst = max(worst, abs(r[f]))
         if worst <= tol:
             break
-        for a in range(V):
-            z[a] = inverse[a] * r[a]
+        for f in range(F):
+            z[f] = inverse[f] * r[f]
         rz_old = rz
         rz = _dot(r, z)
         beta = rz / rz_old
-        for a in range(V):
-            d[a] = z[a] + beta * d[a]
-    return x
+        for f in range(F):
+            d[f] = z[f] + beta * d[f]
+    out = np.zeros(V)
+    for f in range(F):
+        out[tokens[f]] = x[f]
+    return out
 
 
 @njit(cache=True)

@@ -110,6 +110,25 @@ def ramp(x):
     return np.clip(0.5 + 0.5 * np.asarray(x, dtype=np.float64), 0.0, 1.0)
 
 
+def score_order(mu):
+    """The tokens sorted by score: ``mu[score_order(mu)]`` is ``np.sort(mu)``.
+
+    Most scores sit at their bound 0, so only the others are sorted (numpy's default
+    sort) and the zeros, in token order, are put between the negative and the positive
+    ones: :math:`O(V + k \\log k)` for ``k`` nonzero scores, two to four times faster
+    than a stable sort of the row.  Tied nonzero scores may come in any order; the order
+    is a function of ``mu`` alone, so the marginal at the same scores is the same to the
+    bit however it is reached.
+    """
+    nonzero = mu != 0
+    moved = np.flatnonzero(nonzero)
+    if moved.size == 0:
+        return np.arange(mu.size)
+    moved = moved[np.argsort(mu[moved])]
+    cut = int(np.searchsorted(mu[moved], 0.0))
+    return np.concatenate((moved[:cut], np.flatnonzero(~nonzero), moved[cut:]))
+
+
 class _Windows:
     """The tokens sorted by score, and for every token ``a`` where the tokens ``b`` with
     ``mu_b <= mu_a - 1`` end (``lo``) and those with ``mu_b >= mu_a + 1`` begin (``hi``).
@@ -122,7 +141,7 @@ class _Windows:
 
     def __init__(self, mu, q):
         self.mu = mu
-        self.order = np.argsort(mu, kind="stable")
+        self.order = score_order(mu)
         self.m = mu[self.order]
         # Sorted queries: two forward pointers, O(V).
         self.lo, self.hi = window_bounds(self.order, self.m)

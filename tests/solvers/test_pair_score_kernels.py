@@ -16,7 +16,7 @@ import pytest
 
 from spectheory.solvers._pair_rows import inverse_rest
 from spectheory.solvers._pair_score_kernels import conjugate_gradients, window_moments
-from spectheory.solvers.pair_scores import _hessian_weights, _Windows
+from spectheory.solvers.pair_scores import _hessian_weights, _Windows, score_order
 
 
 def _rows(V, seed):
@@ -52,6 +52,26 @@ def test_window_sums_and_bounds_equal_numpy_bit_for_bit(V):
             assert np.array_equal(got, ref), kind
 
 
+@pytest.mark.parametrize("V", [1, 2, 5, 1000])
+def test_score_order_sorts_and_keeps_the_zeros_in_token_order(V):
+    """``score_order`` sorts only the nonzero scores: the sorted scores must be
+    ``np.sort``'s, every token must appear once, and the zero block (``-0.0`` included)
+    must come in token order, between the negative and the positive scores."""
+    rng = np.random.default_rng(V)
+    for share in (0.0, 0.05, 0.5, 1.0):
+        for sign in (-1.0, 1.0, None):
+            mu = rng.normal(0.0, 2.0, V)
+            mu = np.abs(mu) * sign if sign is not None else mu
+            mu[rng.random(V) >= share] = 0.0
+            mu[rng.random(V) < 0.1] = -0.0
+            mu[rng.random(V) < 0.1] = 1.5  # tied nonzero scores
+            order = score_order(mu)
+            assert np.array_equal(np.sort(order), np.arange(V))
+            assert np.array_equal(mu[order], np.sort(mu))
+            zeros = order[mu[order] == 0]
+            assert np.array_equal(zeros, np.flatnonzero(mu == 0))
+
+
 def test_window_sums_are_the_pair_sums():
     """The window sums against the sums over pairs themselves (float, O(V^2))."""
     for kind, q, mu, w in _rows(40, 3):
@@ -69,14 +89,24 @@ def test_window_sums_are_the_pair_sums():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_conjugate_gradients_solve_the_dense_hessian(seed):
+@pytest.mark.parametrize("kind", ["plain", "big", "zeros"])
+@pytest.mark.parametrize("share_free", [0.8, 0.3])
+def test_conjugate_gradients_solve_the_dense_hessian(seed, kind, share_free):
     """H = the Laplacian of the pairs within the window, weights M_ab / 2; CG on the free
-    tokens must solve H x = rhs there (H is singular on a connected block: compare H x)."""
+    tokens must solve H x = rhs there (H is singular on a connected block: compare H x).
+    The iteration runs on the free tokens alone, so the fixed ones, a token of mass above
+    1/2 (``big``) and a block of scores at 0 (``zeros``, as at the solver's bound) must
+    change nothing."""
     rng = np.random.default_rng(seed)
     V = 30
     q = rng.dirichlet(np.full(V, 0.5))
+    if kind == "big":
+        q[0] += 2.0
+        q /= q.sum()
     e = inverse_rest(q)
     mu = rng.normal(0.0, 0.6, V)
+    if kind == "zeros":
+        mu[rng.random(V) < 0.5] = 0.0
     win = _Windows(mu, q)
     M = q[:, None] * q[None, :] * (e[:, None] + e[None, :])
     inside = (np.abs(mu[:, None] - mu[None, :]) < 1) & ~np.eye(V, dtype=bool)
@@ -84,7 +114,8 @@ def test_conjugate_gradients_solve_the_dense_hessian(seed):
     L[np.diag_indices(V)] = -L.sum(axis=1)
     weight, diag = _hessian_weights(win, q, e)
     np.testing.assert_allclose(diag, np.diag(L), rtol=1e-12, atol=0)
-    free = rng.random(V) < 0.8
+    free = rng.random(V) < share_free
+    free[0] = seed < 2  # the big token free, then fixed
     rhs = np.where(free, rng.standard_normal(V), 0.0)
     rhs[free] -= rhs[free].mean()  # in the range of a connected block's Laplacian
     x = conjugate_gradients(win.order, win.lo, win.hi, win.mu, win._big, q, e, weight,
