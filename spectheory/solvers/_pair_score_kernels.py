@@ -263,7 +263,9 @@ def part_dual(order, m, lo, hi, mu, big, q, e):
     :math:`q_a (e_a \\Psi(q)_a + \\Psi(qe)_a)`, whose half-sum is the pairs' part of the dual.
 
     Elementwise the same operations as the numpy expressions they replace; the caller
-    adds the base and takes the sums (pairwise, as numpy does).
+    adds the base and takes the sums (pairwise, as numpy does).  The third output is the
+    Hessian's pair weight :math:`W_a = e_a S(q)_a + S(qe)_a` (``S`` the window sum), which
+    the same window sums give, so a Newton step needs no further pass.
     """
     V = q.shape[0]
     qe = np.empty(V)
@@ -273,9 +275,11 @@ def part_dual(order, m, lo, hi, mu, big, q, e):
     b0e, w0e, a0e, w1e, a1e, w2e = window_moments(order, m, lo, hi, mu, qe, big)
     mass = np.empty(V)
     terms = np.empty(V)
+    weight = np.empty(V)
     for a in range(V):
         rq, pq = _ramp_psi(mu[a], b0[a], w0[a], a0[a], w1[a], a1[a], w2[a])
         rk, pk = _ramp_psi(mu[a], b0e[a], w0e[a], a0e[a], w1e[a], a1e[a], w2e[a])
         mass[a] = q[a] * (e[a] * rq + rk)
         terms[a] = q[a] * (e[a] * pq + pk)
-    return mass, terms
+        weight[a] = e[a] * w0[a] + w0e[a]
+    return mass, terms, weight

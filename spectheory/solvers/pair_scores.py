@@ -147,6 +147,7 @@ class _Windows:
         self.lo, self.hi = window_bounds(self.order, self.m)
         self.big = int(np.argmax(q)) if q.size and q.max() > 0.5 else None
         self._big = -1 if self.big is None else self.big
+        self.weight = None  # the Hessian's pair weights, set where the dual is evaluated
 
     def sums(self, w, k=0):
         """For every token ``a``: the sums of ``w_b mu_b^k`` over the tokens ``b != a`` below,
@@ -180,7 +181,8 @@ def _part_state(mu, q, e, base, p):
     r"""The part's dual objective :math:`\Psi(\mu)`, marginal ``y`` (module docstring) and
     windows (the pair sums compiled, :func:`._pair_score_kernels.part_dual`)."""
     win = _Windows(mu, q)
-    mass, terms = part_dual(win.order, win.m, win.lo, win.hi, win.mu, win._big, q, e)
+    mass, terms, win.weight = part_dual(win.order, win.m, win.lo, win.hi, win.mu, win._big,
+                                        q, e)
     y = base + mass
     pairs = 0.5 * np.sum(terms)  # each unordered pair counted from both ends
     return -(pairs + mu @ (p - base)), y, win
@@ -214,8 +216,9 @@ def _hessian_weights(win, q, e):
     """The Hessian of Psi at the windows' scores: the weight :math:`W_a = e_a S(q)_a + S(qe)_a`
     of each token's pairs within the window (``S`` the window sum), and the diagonal
     :math:`q_a W_a / 2`; :func:`._pair_score_kernels.conjugate_gradients` applies it."""
-    qe = q * e
-    weight = e * win.sums(q)[1] + win.sums(qe)[1]
+    weight = win.weight
+    if weight is None:  # windows not evaluated by _part_state: the same sums, by themselves
+        weight = e * win.sums(q)[1] + win.sums(q * e)[1]
     return weight, 0.5 * q * weight
 
 

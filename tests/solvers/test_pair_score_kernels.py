@@ -135,9 +135,12 @@ def test_part_state_equals_the_numpy_expressions_bit_for_bit(V):
     for kind, q, mu, _ in _rows(V, V + 2):
         e = inverse_rest(q)
         base, p = 1e-3 * rng.random(V), rng.dirichlet(np.ones(V))
-        value, y, _ = _part_state(mu, q, e, base, p)
+        value, y, win = _part_state(mu, q, e, base, p)
         value_np, y_np, _ = _part_state_numpy(mu, q, e, base, p)
         assert np.array_equal(y, y_np) and value == value_np, kind
+        # the Hessian's weights the dual pass leaves behind = the window sums' own
+        for got, want in zip(_hessian_weights(win, q, e), _hessian_weights(_Windows(mu, q), q, e)):
+            assert np.array_equal(got, want), kind
 
 
 def test_plan_marginal_is_the_marginal_function_bit_for_bit():
