@@ -10,7 +10,11 @@ every ``--step``-th position, it prints
 * the Monte Carlo acceptance of ``rrs_wor``, ``embedded_iid``, ``pair_tiers`` and
   ``pair_scores`` on the same drafts (shared draft uniforms), against the exact bounds;
 * each plan's cost per row (median and largest), as a ratio to one ``np.argsort``
-  of the row, interleaved in the same run.
+  of the row, interleaved in the same run;
+* the pair-score plans of all the rows as one batch (``score_plans``: the rows on
+  numba's threads when a core is idle), per row, as a ratio to one ``np.argsort``
+  of each row timed just before, beside the same ratio of totals for the plans
+  computed one at a time above.
 
 Run: ``python benchmarks/bench_pair_tiers.py TRACE.safetensors [--step 16] [--trials 200]``.
 """
@@ -20,13 +24,16 @@ from __future__ import annotations
 import argparse
 import time
 
+import numba
 import numpy as np
 
 from spectheory import bound, simulate
+from spectheory._threads import load_average
 from spectheory.distributions import process_logits
 from spectheory.lm import load_trace
 from spectheory.solvers.pair_scores import pair_score_plan
 from spectheory.solvers.pair_tiers import pair_tier_plan
+from spectheory.verifiers.pair_scores import clear_score_plan_cache, score_plans
 
 WOR = "without_replacement"
 
@@ -50,6 +57,7 @@ def main(argv=None):
             p, q = p[keep], q[keep]
             plans = {"pair_tiers": [], "pair_scores": []}
             ratios = {name: [] for name in plans}
+            totals = {name: np.zeros(2) for name in plans}  # plan, argsort seconds
             for i in range(p.shape[0]):
                 for name, plan in (("pair_tiers", pair_tier_plan),
                                    ("pair_scores", pair_score_plan)):
@@ -59,6 +67,14 @@ def main(argv=None):
                     plans[name].append(plan(p[i], q[i]))
                     t2 = time.perf_counter()
                     ratios[name].append((t2 - t1) / (t1 - t0))
+                    totals[name] += np.array([t2 - t1, t1 - t0])
+            t0 = time.perf_counter()
+            for i in range(p.shape[0]):
+                np.argsort(p[i] / np.maximum(q[i], 1e-300))
+            t1 = time.perf_counter()
+            clear_score_plan_cache()
+            score_plans(p, q)
+            batch = (time.perf_counter() - t1) / (t1 - t0)
             rng = np.random.default_rng(7)
             du = rng.random((p.shape[0], args.trials, 2))
             mc = {v: simulate(v, p, q, 2, WOR, trials=args.trials, draft_uniforms=du,
@@ -74,6 +90,10 @@ def main(argv=None):
                 print(f"{'':>18} {name:<12} reached {reached:>3}/{len(pl)}  gap {gap:.1e}  "
                       f"acceptance {mc[name]:.4f}  plan {np.median(ratios[name]):.0f}x argsort "
                       f"(largest {np.max(ratios[name]):.0f}x)", flush=True)
+            print(f"{'':>18} pair_scores as one batch of {p.shape[0]} rows "
+                  f"({numba.get_num_threads()} threads, load {load_average():.1f}): "
+                  f"{batch:.1f}x argsort per row (one at a time: "
+                  f"{totals['pair_scores'][0] / totals['pair_scores'][1]:.1f}x)", flush=True)
 
 
 if __name__ == "__main__":

@@ -68,9 +68,9 @@ def pair_score_tables(p, q):
         the residual), each (B, V), and ``last`` (B,), the residual's last
         index of positive mass.
     """
-    from ..verifiers.pair_scores import score_plan
+    from ..verifiers.pair_scores import score_plans
 
-    plans = [score_plan(p[b], q[b]) for b in range(p.shape[0])]
+    plans = score_plans(p, q)
     cres, last = _cdf_rows([pl.residual for pl in plans])
     return {
         "cres": cres,

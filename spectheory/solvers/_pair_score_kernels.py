@@ -26,11 +26,12 @@ import numpy as np
 from numba import njit
 
 __all__ = [
-    "conjugate_gradients", "part_dual", "window_bounds", "window_moments", "window_sums",
+    "conjugate_gradients", "dot", "part_dual", "window_bounds", "window_moments",
+    "window_sums",
 ]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _times_power(w, x, k):
     """``w x^k`` for ``k`` in 0, 1, 2, as numpy forms ``w * x**k`` (``x**2`` is ``x * x``)."""
     if k == 1:
@@ -40,7 +41,7 @@ def _times_power(w, x, k):
     return w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _prefix(order, m, w, big, k):
     """``c[0] = 0``, ``c[i + 1] = c[i] + w_(i) m_(i)^k`` over the sorted tokens, ``big`` out."""
     V = order.shape[0]
@@ -52,7 +53,7 @@ def _prefix(order, m, w, big, k):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def window_sums(order, m, lo, hi, mu, w, big, k):
     """``(below, window, above)`` of :meth:`.pair_scores._Windows.sums` for moment ``k``."""
     V = order.shape[0]
@@ -77,7 +78,7 @@ def window_sums(order, m, lo, hi, mu, w, big, k):
     return below, window, above
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def window_moments(order, m, lo, hi, mu, w, big):
     """The sums the dual needs of one weight vector: ``below``, ``window``, ``above`` of moment
     0, ``window`` and ``above`` of moment 1, ``window`` of moment 2."""
@@ -87,7 +88,7 @@ def window_moments(order, m, lo, hi, mu, w, big):
     return below0, window0, above0, window1, above1, window2
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def window_bounds(order, m):
     """``lo``, ``hi`` per token (in token order): where the sorted scores ``m`` at or below
     ``mu_a - 1`` end and those at or above ``mu_a + 1`` begin.
@@ -113,7 +114,7 @@ def window_bounds(order, m):
     return lo, hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _free_tokens(order, lo, hi, free):
     """The free tokens in score order, and each one's window as a range of that list.
 
@@ -139,7 +140,7 @@ def _free_tokens(order, lo, hi, free):
     return tokens, start, stop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _window0_free(start, stop, big_at, near_big, w, c, out):
     """``out[f]`` = the sum of ``w`` over the other free tokens in free token ``f``'s window:
     the window of :func:`window_sums` at moment 0 for a ``w`` that is 0 off the free
@@ -157,15 +158,21 @@ def _window0_free(start, stop, big_at, near_big, w, c, out):
                 out[f] = out[f] + w[big_at]
 
 
-@njit(cache=True)
-def _dot(a, b):
+@njit(cache=True, nogil=True)
+def dot(a, b):
+    """``sum_i a_i b_i`` added in sequence, on the calling thread.
+
+    numpy's ``a @ b`` goes to BLAS, whose threads (OpenBLAS starts one per core)
+    spin on a shared machine: two processes solving plans side by side took 3.7
+    times as long each as one alone, and 1.0 times with those threads off.
+    """
     s = 0.0
     for i in range(a.shape[0]):
         s += a[i] * b[i]
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, tol, steps):
     """Solve ``H x = rhs`` on the free tokens by conjugate gradients, preconditioned by the
     Hessian's diagonal ``diag``; at most ``steps`` steps, stopping when the residual's
@@ -206,7 +213,7 @@ def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, t
     x = np.zeros(F)
     z = inverse * r
     d = z.copy()
-    rz = _dot(r, z)
+    rz = dot(r, z)
     dq = np.empty(F)
     dqe = np.empty(F)
     s1 = np.empty(F)
@@ -221,7 +228,7 @@ def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, t
         _window0_free(start, stop, big_at, near_big, dqe, c, s2)
         for f in range(F):
             hd[f] = 0.5 * fq[f] * (d[f] * fw[f] - (fe[f] * s1[f] + s2[f]))
-        curvature = _dot(d, hd)
+        curvature = dot(d, hd)
         if curvature <= 0 or rz <= 0:
             break
         step = rz / curvature
@@ -235,7 +242,7 @@ def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, t
         for f in range(F):
             z[f] = inverse[f] * r[f]
         rz_old = rz
-        rz = _dot(r, z)
+        rz = dot(r, z)
         beta = rz / rz_old
         for f in range(F):
             d[f] = z[f] + beta * d[f]
@@ -245,7 +252,7 @@ def conjugate_gradients(order, lo, hi, mu, big, q, e, weight, diag, rhs, free, t
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ramp_psi(mu_a, below, window, above, mid1, up1, mid2):
     """:math:`\\sum_b w_b\\,\\mathrm{ramp}(\\mu_a - \\mu_b)` and :math:`\\sum_b w_b\\,\\psi(\\mu_a,
     \\mu_b)` from the window sums, as the numpy expressions of ``_part_state`` form them."""
@@ -256,7 +263,7 @@ def _ramp_psi(mu_a, below, window, above, mid1, up1, mid2):
     return ramp_sum, psi_sum
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def part_dual(order, m, lo, hi, mu, big, q, e):
     """The pair terms of one part's dual at scores ``mu``: per token, its selection mass from
     the pairs within the part, :math:`q_a (e_a R(q)_a + R(qe)_a)` (``R`` the ramp sums), and

@@ -71,6 +71,7 @@ import numpy as np
 from ._pair_rows import inverse_rest
 from ._pair_score_kernels import (
     conjugate_gradients,
+    dot,
     part_dual,
     window_bounds,
     window_sums,
@@ -185,7 +186,7 @@ def _part_state(mu, q, e, base, p):
                                         q, e)
     y = base + mass
     pairs = 0.5 * np.sum(terms)  # each unordered pair counted from both ends
-    return -(pairs + mu @ (p - base)), y, win
+    return -(pairs + dot(mu, p - base)), y, win
 
 
 def _part_state_numpy(mu, q, e, base, p):
@@ -209,7 +210,7 @@ def _part_state_numpy(mu, q, e, base, p):
     rk, pk = weighted(qe)
     y = base + q * (e * rq + rk)
     pairs = 0.5 * np.sum(q * (e * pq + pk))
-    return -(pairs + mu @ (p - base)), y, win
+    return -(pairs + dot(mu, p - base)), y, win
 
 
 def _hessian_weights(win, q, e):
@@ -264,7 +265,7 @@ def _solve_part(q, e, base, p, sign):
             trial = project(mu + t * direction)
             v, yt, wt = _part_state(trial, q, e, base, p)
             st = float(np.maximum(sign * (p - yt), 0.0).sum())
-            if (v <= value - 1e-4 * abs(grad @ (trial - mu)) - noise or st < 0.5 * short
+            if (v <= value - 1e-4 * abs(dot(grad, trial - mu)) - noise or st < 0.5 * short
                     or t < MIN_STEP):
                 break
             t *= 0.5

@@ -29,11 +29,11 @@ __all__ = ["pair_scores_torch"]
 
 
 def _plan_tensors(p, q):
-    from ..verifiers.pair_scores import score_plan
+    from ..verifiers.pair_scores import score_plans
 
     pn = p.detach().to("cpu", torch.float64).numpy()
     qn = q.detach().to("cpu", torch.float64).numpy()
-    plans = [score_plan(pn[b], qn[b]) for b in range(pn.shape[0])]
+    plans = score_plans(pn, qn)
 
     def stack(field, dtype):
         return torch.as_tensor(np.array([getattr(pl, field) for pl in plans], dtype=dtype),
