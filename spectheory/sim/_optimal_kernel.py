@@ -23,6 +23,7 @@ from numba import njit, prange
 from .._errors import InvalidParameterError
 from ..solvers._polymatroid_kernels import _chord, row_tables
 from ..solvers.polymatroid import plan_row
+from ._coin_kernels import _search as _coin_search
 
 __all__ = ["OPTIMAL_UNIFORMS", "optimal_token", "plan_row", "plan_tables", "run_optimal"]
 
@@ -63,17 +64,12 @@ def _range_max(st, lo, hi):
 
 @njit(cache=True)
 def _search(cum, u, count):
-    lo = 0
-    hi = count
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if cum[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
+    """Smallest ``i < count`` with ``u < cum[i]`` (the coins' binary search, over the
+    padded prefix); for ``u`` beyond the total, the last entry of positive mass
+    (``coins._inverse_cdf``)."""
+    lo = _coin_search(cum[:count], u, count)
     if lo < count:
         return lo
-    # u beyond the total: the last entry of positive mass (coins._inverse_cdf)
     k = count - 1
     while k > 0 and cum[k] == cum[k - 1]:
         k -= 1
