@@ -78,7 +78,7 @@ from ._pair_score_kernels import (
 )
 from ._result import SolverResult
 
-__all__ = ["PairScorePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
+__all__ = ["PairScorePlan", "ScoreRulePlan", "pair_score_marginal", "pair_score_plan", "ramp"]
 
 #: Shortfall (mass) at which a part counts as solved: rounding level at V = 152k.
 SHORTFALL_TOLERANCE = 2e-14
@@ -414,31 +414,32 @@ def _exact_scores(p, q, preferred, mu):
 
 
 @dataclass(frozen=True)
-class PairScorePlan(SolverResult):
-    """A pair-score rule for two drafts without replacement, and its acceptance.
+class ScoreRulePlan(SolverResult):
+    """A score rule (a preferred part, then scores), its selection marginal and acceptance.
 
-    The shared fields come from :class:`.SolverResult`: ``method``
-    ``"pair_scores"``, ``status`` ``"optimal"`` when the rule reaches the bound
-    (``reached``) and ``"exact"`` otherwise, ``inputs`` ``{}``.
+    The plan of :func:`pair_score_plan` and of
+    :func:`.random_utility.random_utility_plan`; ``status`` is ``"optimal"`` when
+    the rule reaches the bound (``reached``) and ``"exact"`` otherwise.
 
     Attributes
     ----------
     preferred : ndarray of bool, shape (V,)
         The part ``T`` (outside the bound's dual set), preferred over the rest.
     mu : ndarray, shape (V,)
-        Scores (Fractions for exact input: the float scores, exactly).
+        Scores: :math:`\\le 0` on ``T``, :math:`\\ge 0` on :math:`H^*` (Fractions for
+        exact input: the float scores, exactly).
     y : ndarray, shape (V,)
-        The selection marginal (:func:`pair_score_marginal`).
+        The selection marginal (Fractions for exact input).
     residual : ndarray, shape (V,)
         :math:`\\mathrm{norm}((p - y)_+)`, drawn after a rejection.
     alpha_value : float or Fraction
         The selection's acceptance :math:`\\sum_a \\min(p_a, y_a)`, a lower
         bound on the verifier's membership acceptance.
     bound : float or Fraction
-        :math:`\\alpha^*_{\\rm wor}(p, q, 2)`.
+        :math:`\\alpha^*` of the draft law.
     shortfall : float
-        What the Newton method left: :math:`\\sum_{H^*}(p - y)_+ + \\sum_T (y - p)_+`
-        in float arithmetic, the bound minus the selection acceptance.
+        What the solve left: :math:`\\sum_{H^*}(p - y)_+ + \\sum_T (y - p)_+` in
+        float arithmetic, the bound minus the selection acceptance.
     reached : bool
         Whether ``alpha_value`` equals ``bound`` to 1e-12 (floats) or exactly
         (Fractions, where float scores usually leave a gap of rounding size).
@@ -452,6 +453,17 @@ class PairScorePlan(SolverResult):
     bound: object
     shortfall: float
     reached: bool
+
+
+@dataclass(frozen=True)
+class PairScorePlan(ScoreRulePlan):
+    """A pair-score rule for two drafts without replacement, and its acceptance.
+
+    The fields are :class:`ScoreRulePlan`'s: ``method`` ``"pair_scores"``, ``inputs``
+    ``{}``, ``y`` by :func:`pair_score_marginal`, ``bound``
+    :math:`\\alpha^*_{\\rm wor}(p, q, 2)`; exact input has its tight tokens' equations
+    solved again in rational arithmetic, so ``reached`` can hold exactly.
+    """
 
 
 def pair_score_plan(p, q):
