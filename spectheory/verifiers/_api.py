@@ -8,7 +8,7 @@ from .._errors import InvalidParameterError, ShapeMismatchError, SpecTheoryError
 from .._validate import as_distribution_pair, check_choice, check_positive_int, check_rng
 from ..coins import RandomCoins
 from ..drafting import SAMPLINGS, check_draft_support, greedy_split
-from ._registry import Verifier, as_verifier
+from ._registry import REGISTRY, Verifier, as_verifier
 
 __all__ = ["check_instance", "check_token", "check_verifier_law", "laws_to_check", "verify"]
 
@@ -32,8 +32,13 @@ def check_verifier_law(verifier, n, sampling):
         )
     allowed = v.n_values_for(sampling)
     if allowed is not None and n not in allowed:
+        # Name the registered verifiers that do take this n, so a refusal leads somewhere.
+        others = [name for name, rec in REGISTRY.items()
+                  if rec.lossless and rec.supports(n, sampling)]
         raise InvalidParameterError(
             f"verifier {v.name!r} needs n in {allowed} with sampling={sampling!r}; got n={n}"
+            + (f" (registered lossless verifiers that take it: {', '.join(others)})"
+               if others else "")
         )
     return v, sampling
 

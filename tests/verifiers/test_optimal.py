@@ -149,8 +149,12 @@ def test_bad_input_raises():
     p3, q3 = np.array([0.3, 0.4, 0.2, 0.1]), np.array([0.4, 0.3, 0.2, 0.1])
     with pytest.raises(InvalidParameterError, match=r"n in \(1, 2\).*got n=3"):
         optimal(p3, q3, (0, 1, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
-    with pytest.raises(InvalidParameterError, match=r"needs n in \(1, 2\).*got n=3"):
+    with pytest.raises(InvalidParameterError, match=r"needs n in \(1, 2\).*got n=3") as err:
         spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0, sampling="without_replacement")
+    # ... and the refusal names the lossless verifiers that do take three drafts so drawn
+    takers = str(err.value).split("take it: ")[1].rstrip(")").split(", ")
+    assert {"khisti", "optimal_lp", "embedded_iid", "rrs_wor"} <= set(takers)
+    assert "optimal" not in takers and "rrs" not in takers  # rrs: i.i.d. only
     with pytest.raises(InvalidParameterError, match="needs n in"):
         spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
     # A q = 0 draft: the validating entry point refuses it; the bare verifier rejects it.
