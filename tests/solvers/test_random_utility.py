@@ -18,6 +18,7 @@ from scipy import stats
 
 from spectheory._errors import InstanceTooLargeError, InvalidParameterError
 from spectheory.exact import ordered_draft_law
+from spectheory.solvers import random_utility
 from spectheory.solvers.random_utility import (
     _selection_sets,
     random_utility_marginal,
@@ -120,6 +121,28 @@ def test_the_rule_reaches_the_bound(sampling, n):
     assert fair_misses >= 10
     if sampling == "without_replacement" and n > 2:
         assert wide >= 1
+
+
+#: Rows where projected Newton stalls (masses far below the others, scores of almost no
+#: curvature), each missing the bound by 1e-10..1e-8 without the coordinate sweeps.
+STALLING_ROWS = [
+    (3, [7.37501810e-10, 1.11781463e-09, 7.74934146e-01, 2.25065852e-01],
+     [1.66157487e-03, 4.49986313e-08, 7.44316829e-01, 2.54021552e-01]),
+    (3, [3.19595443e-08, 5.90231740e-09, 2.58315768e-01, 1.08927494e-02, 7.30791444e-01],
+     [4.43469741e-07, 3.59912724e-05, 5.15061572e-01, 4.67483570e-01, 1.74184235e-02]),
+    (4, [3.88819334e-01, 1.54472153e-02, 5.95733450e-01, 6.57338020e-33, 1.96020893e-10],
+     [2.87300052e-10, 6.56344599e-08, 1.30738791e-06, 4.95804577e-17, 9.99998627e-01]),
+]
+
+
+@pytest.mark.parametrize("n, p, q", STALLING_ROWS)
+def test_coordinate_sweeps_finish_where_newton_stalls(n, p, q, monkeypatch):
+    p, q = np.array(p) / sum(p), np.array(q) / sum(q)
+    plan = random_utility_plan(p, q, n)
+    assert plan.reached and abs(plan.bound - plan.alpha_value) <= 1e-12
+    # Positive control: without the sweeps the same row is missed.
+    monkeypatch.setattr(random_utility, "SWEEPS", 0)
+    assert not random_utility_plan(p, q, n).reached
 
 
 def test_exact_input_gives_an_exact_marginal_and_acceptance():
