@@ -27,6 +27,7 @@ from .kseq import kseq, kseq_rho
 from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
+from .random_utility import random_utility
 from .rrs import rrs, rrs_wor
 from .single import naive, sd
 from .typical import typical
@@ -48,6 +49,7 @@ __all__ = [
     "optimal_lp",
     "pair_scores",
     "pair_tiers",
+    "random_utility",
     "register_verifier",
     "rrs",
     "rrs_wor",

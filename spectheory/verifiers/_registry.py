@@ -51,6 +51,7 @@ from .optimal import WOR_N_VALUES, optimal, optimal_acceptance
 from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
+from .random_utility import random_utility
 from .rrs import rrs, rrs_wor
 from .single import naive, sd
 from .typical import typical
@@ -409,6 +410,12 @@ _ENTRIES = [
              "2410.18234, 2502.18779", ("without_replacement",), True, None, (),
              "one projected Newton solve per row (O(V log V) a step), then O(1) per trial",
              n_values=(2,), uniforms=_three),
+    _builtin("random_utility", random_utility,
+             "spectheory: uniform random-utility rule for any n and draft law (reaches the "
+             "bound, certified per row)",
+             "2410.18234, 2502.18779", _ALL, True, None, (),
+             "one score solve over the draft sets per instance (small draft support), then "
+             "O(n) per trial"),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip

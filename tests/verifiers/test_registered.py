@@ -78,7 +78,7 @@ def as_fraction(w):
 def test_registry_holds_every_published_verifier_with_valid_metadata():
     expected = {"sd", "rrs", "rrs_wor", "kseq", "spechub", "greedy", "nss", "naive", "khisti"}
     assert set(REGISTRY) == expected | {"optimal_lp", "optimal", "embedded_iid", "pair_tiers",
-                                        "pair_scores", "typical"}
+                                        "pair_scores", "random_utility", "typical"}
     for name, v in REGISTRY.items():
         assert v.name == name
         assert set(v.samplings) <= set(SAMPLINGS) and v.samplings
