@@ -73,8 +73,6 @@ __all__ = [
 
 #: Shortfall (mass) at which the plan counts as reaching the bound.
 REACH_TOLERANCE = 1e-12
-#: Scores are kept in [-SCORE_LIMIT, SCORE_LIMIT]: a gap of 1 already decides a pair.
-SCORE_LIMIT = 64.0
 #: Projected Newton steps after L-BFGS-B.
 POLISH_STEPS = 60
 #: Largest move of one score in one Newton step: a window's width.
@@ -214,18 +212,18 @@ def random_utility_marginal(sets, mu, V):
     return y
 
 
-def _dual(sets, mu, p):
-    """Psi(mu), its gradient y - p and its Hessian (floats)."""
+def _dual(sets, mu, p, hessian=True):
+    """Psi(mu), its gradient y - p and its Hessian (floats; None unless ``hessian``)."""
     V = p.size
     value = -float(mu @ p)
     y = np.zeros(V)
-    hess = np.zeros((V, V))
+    hess = np.zeros((V, V)) if hessian else None
     for members, prob in sets:
         m = [float(mu[a]) for a in members]
         value += prob * uniform_expected_max(m)
         idx = np.asarray(members)
         y[idx] += prob * np.asarray(uniform_choice(m))
-        if len(members) > 1:
+        if hessian and len(members) > 1:
             hess[np.ix_(idx, idx)] += prob * np.asarray(uniform_choice_jacobian(m))
     return value, y - p, hess
 
@@ -249,11 +247,14 @@ def _distance_to_compete(sets, mu, a, grad):
 def _solve_scores(sets, p, sign, active):
     """Minimise Psi over the sign-constrained scores of the ``active`` tokens."""
     V = p.size
-    bounds = [((0.0, SCORE_LIMIT) if s > 0 else (-SCORE_LIMIT, 0.0)) if on else (0.0, 0.0)
+    # Some minimiser has every score within the part's token count of 0 (docs/theory.md
+    # §3.16: gaps wider than 1 close without raising Psi), so the box loses nothing.
+    limit = float(active.sum()) + 1.0
+    bounds = [((0.0, limit) if s > 0 else (-limit, 0.0)) if on else (0.0, 0.0)
               for s, on in zip(sign, active)]
 
     def fun(x):
-        value, grad, _ = _dual(sets, x, p)
+        value, grad, _ = _dual(sets, x, p, hessian=False)
         return value, grad
 
     res = minimize(fun, np.zeros(V), jac=True, method="L-BFGS-B", bounds=bounds,
@@ -329,7 +330,7 @@ def _coordinate_sweeps(sets, p, sign, active, lower, upper, best):
                 if hi - lo <= 1e-15 * max(1.0, abs(mid)):
                     break
             mu[a] = 0.5 * (lo + hi)
-        short = _shortfall(_dual(sets, mu, p)[1] + p, p, sign)
+        short = _shortfall(_dual(sets, mu, p, hessian=False)[1] + p, p, sign)
         if short < best[1]:
             best = (mu.copy(), short)
         if best[1] <= REACH_TOLERANCE / 10:
