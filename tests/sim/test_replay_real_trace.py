@@ -143,3 +143,28 @@ def test_pair_scores_reaches_the_bound_without_replacement_on_every_position(tra
     report = check_lossless(pair_scores, P[0], Q[0], n=2, sampling="without_replacement",
                             trials=2000, rng=5)
     assert not report.lossy and not report.exceeds_bound
+
+
+def test_random_utility_reaches_the_bound_for_three_drafts_on_the_ngram_draft(trace):
+    """The recorded trace at V = 49,152, n = 3 without replacement, where ``optimal`` refuses:
+    on a 3-gram row of small support the random-utility plan reaches alpha*_wor (to 1e-12)
+    and ``check_lossless`` (false-alarm rate 1e-6) judges the verifier lossless."""
+    from spectheory.distributions import process_logits
+    from spectheory.sim.check import check_lossless
+    from spectheory.solvers.random_utility import random_utility_plan
+
+    q_all = process_logits(trace.draft_logits("ngram:3").astype(np.float64), 1.0)
+    support = (q_all > 0).sum(axis=1)
+    usable = np.flatnonzero((support >= 4) & (support <= 40))
+    assert usable.size, support
+    i = int(usable[np.argmin(support[usable])])
+    p = process_logits(trace.target_logits[i].astype(np.float64), 1.0)
+    q = q_all[i]
+    assert p.size == 49_152
+    plan = random_utility_plan(p, q, 3, "without_replacement")
+    assert plan.reached
+    assert float(plan.alpha_value) == pytest.approx(
+        float(stt.bound(p, q, 3, "without_replacement")), abs=1e-12)
+    report = check_lossless("random_utility", p, q, n=3, sampling="without_replacement",
+                            trials=2000, rng=5)
+    assert not report.lossy and not report.exceeds_bound
