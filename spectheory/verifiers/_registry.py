@@ -415,7 +415,7 @@ _ENTRIES = [
              "bound, certified per row)",
              "2410.18234, 2502.18779", _ALL, True, None, (),
              "one score solve over the draft sets per instance (small draft support), then "
-             "O(n) per trial"),
+             "O(n) per trial and O(V) for the residual draw after a rejection"),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",
              _ALL, False, None, (), "O(V)", needs_draft_law=False, uniforms=_none),
 ]  # fmt: skip
