@@ -1,7 +1,8 @@
 """The report's section on drafts without replacement: ``embedded_iid`` against RRS and the bound.
 
-No verifier reaching :math:`\\alpha^*_{\\rm wor}` at full vocabulary at every
-position is known for n > 2 (notebooks/05_optimal_verifier.py); for two drafts,
+For n > 2 a rule reaching :math:`\\alpha^*_{\\rm wor}` exists at every position
+(the random-utility rule, docs/theory.md §3.16), but its marginal is computed only
+where the draft sets can be enumerated, not at full vocabulary; for two drafts,
 the rows also give ``pair_tiers`` and ``pair_scores`` (docs/theory.md
 §3.14-3.15) and at how many positions each plan reaches the bound.  This
 section measures how much of the gap between RRS without replacement
@@ -166,8 +167,10 @@ def section_without_replacement(ctx, page) -> None:
                  "gap alpha*_wor - rrs_wor", "gap closed", "gap left"]  # fmt: skip
     page.section("Without replacement: the gap to the bound", "without-replacement")
     page.paragraph(
-        "For n > 2 drafts without replacement no verifier reaching alpha*_wor at full "
-        "vocabulary at every position is known (notebooks/05_optimal_verifier.py). `embedded_iid` "
+        "For n > 2 drafts without replacement a rule reaching alpha*_wor exists at every "
+        "position (the random-utility rule, docs/theory.md §3.16, notebook 06), but its plan "
+        "is computed only where the draft sets can be enumerated (`random_utility`, like "
+        "`khisti`), not at full vocabulary. `embedded_iid` "
         "(docs/theory.md §3.13) is exactly lossless: it redraws the i.i.d. stream behind the "
         "drafts and runs the optimal i.i.d. verifier on it, then itself on the residual. Its "
         "acceptance lies "
