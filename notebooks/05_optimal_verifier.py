@@ -639,8 +639,8 @@ assert hits == 100
 # This rule is what `optimal` runs for two drafts without replacement (one draft is
 # speculative sampling): its enumerated law is $p$ and its acceptance the bound, exactly, on
 # instance A and on the row no tier rule reaches. More than two drafts without replacement are
-# refused by name: the sparsemax score rule of docs/theory.md §3.15 exists, but its marginal at
-# full vocabulary is not known.
+# refused by name: the sparsemax score rule of docs/theory.md §3.15 and the random-utility rule
+# of §3.16 (notebook 06) exist, but their marginals at full vocabulary are not computed.
 
 # %%
 from spectheory import InvalidParameterError, acceptance  # noqa: E402

@@ -399,9 +399,9 @@ def _optimal_summary(summary) -> dict:
         "without_replacement_n2_largest_abs_mc_gap": float(max(map(abs, pairs))) if pairs else None,
         "without_replacement_n2_configurations": len(pairs),
         "without_replacement": "n <= 2: the ramp score rule of pair_scores (docs/theory.md "
-        "§3.15), certified per row in the without-replacement section; n > 2: not available, "
-        "no verifier reaching alpha* at full vocabulary is known for more than two drafts "
-        "without replacement (notebooks/05_optimal_verifier.py)",
+        "§3.15), certified per row in the without-replacement section; n > 2: not available "
+        "at full vocabulary (a rule reaching alpha* exists, docs/theory.md §3.16, and "
+        "random_utility computes it where the draft sets can be enumerated)",
         "without_replacement_best_gap": float(max(wor.values())) if wor else None,
     }
 

@@ -29,10 +29,10 @@ Two drafts without replacement: the ramp score rule of ``pair_scores``
 (certified per row: to 1e-12 for floats, exactly for Fractions); its coins are
 the selection coin, the accept coin and the residual draw.  More than two
 drafts without replacement are refused: a rule reaching the bound exists
-(§3.15) but its marginal at full vocabulary is not known, and the i.i.d. tier
-rule's marginal is not proportional to ``q`` beyond the first tier there (see
-the notebook); ``khisti`` and ``optimal_lp`` reach the bound for small draft
-supports.
+(§3.15-3.16) but its marginal at full vocabulary is not computed, and the i.i.d.
+tier rule's marginal is not proportional to ``q`` beyond the first tier there
+(see the notebook); ``khisti``, ``optimal_lp`` and ``random_utility`` reach the
+bound for small draft supports.
 
 References
 ----------
