@@ -429,9 +429,10 @@ def _optimal_note(summary) -> str:
         + ". With more than two drafts without replacement the optimal verifier is not "
         "available: the i.i.d. tier rules need the first draft of a tier, given the earlier "
         "tiers missed, to be proportional to q, which fails without replacement, and the "
-        "score rule that reaches alpha* (§3.15) has no known marginal at full vocabulary "
-        "beyond two drafts; no such row lists `optimal`, and the best registered verifier "
-        "there stays below alpha*"
+        "rules that reach alpha* for any n (§3.15-3.16) have their plans computed only where "
+        "the draft sets can be enumerated (`random_utility`, `khisti`), not at full "
+        "vocabulary; no such row lists `optimal`, and the best registered verifier there "
+        "stays below alpha*"
         + (f" (largest gap of the best one per configuration: {wor:.3f})." if wor is not None
            else ".")
     )
