@@ -413,7 +413,8 @@ _ENTRIES = [
     _builtin("random_utility", random_utility,
              "spectheory: uniform random-utility rule for any n and draft law (reaches the "
              "bound, certified per row)",
-             "2410.18234, 2502.18779", _ALL, True, None, (),
+             # without replacement first: the default law, as the function's and the plan's
+             "2410.18234, 2502.18779", ("without_replacement", "iid", "greedy"), True, None, (),
              "one score solve over the draft sets per instance (small draft support), then "
              "O(n) per trial and O(V) for the residual draw after a rejection"),
     _builtin("typical", typical, "Cai et al., Medusa (typical acceptance), LOSSY", "2401.10774",

@@ -65,12 +65,19 @@ def test_float_rows_reach_khisti_and_the_bound():
     assert a == pytest.approx(acceptance("khisti", p, q, 4, "without_replacement"), abs=1e-12)
 
 
-def test_simulate_runs_it_and_a_large_support_is_refused_by_name():
+def test_simulate_runs_it_at_the_bound_and_a_large_support_is_refused_by_name():
+    """``simulate`` with its default law (without replacement, the function's and the
+    plan's too): the membership acceptance of 4,000 trials against alpha*, which it
+    equals where the plan is reached (z test, false-alarm rate 1e-6)."""
+    from scipy import stats
+
     p = np.array([0.5, 0.3, 0.15, 0.05])
     q = np.array([0.1, 0.2, 0.3, 0.4])
-    res = spectheory.simulate("random_utility", p, q, 3, "without_replacement", trials=400,
-                              seed=0)
-    assert 0 < res.acceptance <= 1
+    res = spectheory.simulate("random_utility", p, q, 3, trials=4000, seed=0)
+    assert res.sampling == "without_replacement"
+    a = float(spectheory.bound(p, q, 3, "without_replacement"))
+    z = (res.mean_acceptance - a) / np.sqrt(a * (1 - a) / 4000)
+    assert abs(z) < stats.norm.isf(1e-6 / 2)
     big = np.full(200, 1 / 200)
     with pytest.raises(spectheory.InstanceTooLargeError, match="draft-set law"):
         spectheory.verify("random_utility", big, big, [0, 1, 2, 3], rng=0,
