@@ -49,7 +49,9 @@ conjugate gradients run compiled (:mod:`._pair_score_kernels`; sums and terms
 equal their numpy expressions, :meth:`_Windows.sums_numpy` and
 :func:`_part_state_numpy`, bit for bit).  The projected Newton method (conjugate
 gradients with the Hessian's diagonal as preconditioner, each score moving at
-most one window's width, step halving on :math:`\Psi` or on the shortfall)
+most one window's width, step halving on :math:`\Psi` or on the shortfall; where
+:math:`\Psi` changes below its rounding, any decrease of the shortfall is taken, as
+when a step carries a score just past a window's edge, where the Hessian's model ends)
 stops when the shortfall :math:`\sum_{H^*}(p - y)_+ + \sum_T (y - p)_+` is at
 rounding level (``SHORTFALL_TOLERANCE``) or has not halved in ``STALL_STEPS``
 steps, and keeps the best scores it met, with the marginal computed there.
@@ -258,7 +260,9 @@ def _solve_part(q, e, base, p, sign):
         # Clipped per score, not scaled: a flat direction must not shrink the others' steps.
         direction = np.clip(direction, -MAX_SCORE_STEP, MAX_SCORE_STEP)
         # Psi's decrease counts only beyond its rounding; near the optimum the shortfall,
-        # which does not drown, decides.
+        # which does not drown, decides: halving it, or any decrease where Psi cannot tell
+        # (a step past a window's edge may cut it by only a fifth, and the next step,
+        # with the windows' new Hessian, finishes; halving that step instead stalled).
         noise = 1e-14 * (1.0 + abs(value))
         t = 1.0
         while True:
@@ -266,7 +270,7 @@ def _solve_part(q, e, base, p, sign):
             v, yt, wt = _part_state(trial, q, e, base, p)
             st = float(np.maximum(sign * (p - yt), 0.0).sum())
             if (v <= value - 1e-4 * abs(dot(grad, trial - mu)) - noise or st < 0.5 * short
-                    or t < MIN_STEP):
+                    or (abs(v - value) <= noise and st < short) or t < MIN_STEP):
                 break
             t *= 0.5
         if st >= short and v >= value - noise:

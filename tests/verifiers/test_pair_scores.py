@@ -193,6 +193,26 @@ def test_every_random_row_reaches_the_lp_bound():
         assert abs(plan.alpha_value - lp) < 1e-9
 
 
+def test_a_dominant_token_at_its_window_edge_is_reached_at_full_vocabulary():
+    """V = 49,152 with one token of mass about 0.9997 in both laws (as on the trace's
+    quantised rows).  Newton's step carries the dominant token's score just past the
+    window's edge with the block of tokens pinned at 0, where the Hessian's model ends;
+    the shortfall falls by a fifth there and the dual changes below its rounding, and a
+    line search that asked for half the shortfall or a dual decrease stalled 6.9e-10
+    below the bound on this row.  It must reach ``bound`` (computed apart from the plan)
+    to 1e-12."""
+    from spectheory.distributions import process_logits
+
+    rng = np.random.default_rng(14)
+    target = rng.normal(0.0, 2.5, 49_152)
+    target[0] = 22.0
+    draft = target + rng.normal(0.0, 1.6, target.size)
+    p, q = process_logits(target[None], 1.0)[0], process_logits(draft[None], 1.0)[0]
+    plan = pair_score_plan(p, q)
+    assert plan.reached, plan.message
+    assert abs(plan.alpha_value - bound(p, q, 2, WOR)) <= 1e-12
+
+
 def test_check_lossless_and_the_bound_at_full_vocabulary():
     """V = 49,152: the plan reaches the bound; check_lossless (false-alarm rate 1e-6) finds
     no loss, and the Monte Carlo acceptance is within 5 standard errors of the bound (0.5 /
