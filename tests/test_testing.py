@@ -168,6 +168,39 @@ def test_exact_assertion_on_a_given_instance():
         assert_exactly_lossless(biased_blackbox, n=1)
 
 
+def sd_with_a_float_zero(p, q, drafts, coins, *, sampling="iid"):
+    """Standard SD, lossless, but its residual's floor is the float 0.0: Fractions in, floats
+    out of every branch that reaches the residual."""
+    x = drafts[0]
+    if coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    rest = np.maximum(p - q, 0.0)
+    return coins.categorical(rest / rest.sum())
+
+
+def test_float_arithmetic_on_exact_input_is_an_error_not_a_verdict():
+    """A lossless verifier whose law left Fractions misses p by rounding (5.6e-17 on this
+    pair); the exact assertion called it "not lossless" with that as the counterexample.
+    It must be refused as float arithmetic, naming the verifier and the outcome, by every
+    exact path, while the same code with ``0 * p[0]`` passes and the float code passes the
+    statistical checker."""
+    from spectheory import VerifierError, acceptance, output_distribution
+
+    p = np.array([F(1000, 1001), F(1, 1001)], dtype=object)
+    q = np.array([F(1, 2), F(1, 2)], dtype=object)
+    for call in (lambda: output_distribution(sd_with_a_float_zero, p, q, n=1),
+                 lambda: acceptance(sd_with_a_float_zero, p, q, n=1),
+                 lambda: assert_exactly_lossless(sd_with_a_float_zero, p, q, n=1),
+                 lambda: assert_exactly_lossless(sd_with_a_float_zero, n=1, max_examples=5)):
+        with pytest.raises(VerifierError, match=r"'sd_with_a_float_zero' left exact "
+                                                r"arithmetic.*float probability"):
+            call()
+    assert_exactly_lossless(first_draft_sd, p, q, n=1)
+    assert list(output_distribution(sd_with_a_float_zero, p.astype(float), q.astype(float),
+                                    n=1)) == pytest.approx([1000 / 1001, 1 / 1001], abs=1e-15)
+    assert_lossless(sd_with_a_float_zero, n=1, trials=2000)
+
+
 def test_statistical_assertion():
     reports = assert_lossless("rrs", n=2, trials=4000)
     assert list(reports) == ["iid"]  # rrs claims i.i.d. drafts only

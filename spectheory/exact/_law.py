@@ -89,6 +89,27 @@ def _require_coins(v):
         )
 
 
+def _require_exact(function, drafts, cond):
+    """Refuse a law that left rational arithmetic on Fraction input.
+
+    A verifier that mixes a float into its coins' probabilities (a constant
+    ``0.0``, ``np.maximum(p - q, 0.0)``, ``math.sqrt``) turns the Fractions it
+    touches into floats: its law then misses ``p`` by rounding, and an exact
+    comparison would call a lossless verifier lossy.  That is the verifier's
+    arithmetic, not its law, so it is an error naming the first such outcome.
+    """
+    for y, w in cond.items():
+        if not isinstance(w, Fraction | int):
+            raise VerifierError(
+                f"verifier {getattr(function, '__name__', function)!r} left exact arithmetic "
+                f"on Fraction input: given drafts {drafts} it outputs {y} with the "
+                f"{type(w).__name__} probability {w!r}.  An exact law needs Fractions "
+                "throughout; a float constant such as 0.0 (np.maximum(p - q, 0.0)) or a "
+                "float function turns them into floats.  Write 0 * p[0] or Fraction(0), or "
+                "test a float verifier with spectheory.check_lossless."
+            )
+
+
 def exact_row(function, p, q, n, sampling, *, max_calls=MAX_CALLS):
     """Law of ``y`` (ndarray (V,)) and membership acceptance for one checked row.
 
@@ -100,9 +121,12 @@ def exact_row(function, p, q, n, sampling, *, max_calls=MAX_CALLS):
     law = np.full(p.shape[0], zero, dtype=p.dtype)
     acc = zero
     used = 0
+    exact = p.dtype == object
     for drafts, weight in ordered_draft_law(q, n, sampling):
         cond, runs = _enumerate(function, p, q, drafts, sampling, max_calls - used)
         used += runs
+        if exact:
+            _require_exact(function, drafts, cond)
         members = set(drafts)
         for y, w in cond.items():
             law[y] = law[y] + weight * w
@@ -228,6 +252,10 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
         docstring); the message names the Monte Carlo tools to use instead.
     InvalidParameterError
         A black-box verifier (no exact law), or a bad ``n`` or ``sampling``.
+    VerifierError
+        The verifier raised, is not deterministic given its coins, or, on
+        Fraction input, gave a coin a float probability (its law would miss
+        ``p`` by rounding alone).
 
     Examples
     --------
