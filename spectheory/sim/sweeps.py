@@ -43,7 +43,11 @@ Restarts
 With ``cache_dir``, every finished task writes its rows atomically to
 ``cache_dir/<kind>-<key>.json`` (JSON with a SHA-256 of its content), keyed
 by the SHA-256 of its shard file, the configuration, the verifiers, the
-trials and the seed.  A later sweep reads the pieces that are there (a
+trials, the seed and the code that computes the rows (:func:`code_fingerprint`:
+the spectheory sources, and each verifier's own function and the source file
+it is defined in), so a piece computed by other code (an edited verifier of
+yours registered under the same name, another version of the package) is
+computed again rather than read.  A later sweep reads the pieces that are there (a
 corrupted piece is recomputed) and runs only the others, so an interrupted
 sweep resumes where it stopped and nothing is computed twice.  A task that
 raises is retried up to ``retries`` times in place; a task lost with its
@@ -81,9 +85,12 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import inspect
 import json
 import logging
+import marshal
 import math
 import os
 import sys
@@ -106,6 +113,7 @@ __all__ = [
     "BOUND_COLUMNS",
     "SWEEP_COLUMNS",
     "SweepGrid",
+    "code_fingerprint",
     "local_cluster",
     "sweep",
     "sweep_bounds",
@@ -118,8 +126,8 @@ SWEEP_COLUMNS = (*COLUMNS, "shard")
 BOUND_COLUMNS = (
     "position", "prompt_id", "step", "draft", "temperature", "n", "sampling", "bound", "shard",
 )  # fmt: skip
-#: Version of the cached pieces; part of their key.
-CACHE_VERSION = 1
+#: Version of the cached pieces; part of their key (2: the key holds the code's fingerprint).
+CACHE_VERSION = 2
 
 _log = logging.getLogger(__name__)
 
@@ -209,6 +217,69 @@ class SweepGrid:
 # --------------------------------------------------------------------------- tasks
 
 
+@functools.cache
+def _package_digest() -> str:
+    """SHA-256 of every spectheory source file (path and content), once per process."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _function_digest(fn, h) -> None:
+    """Feed ``fn``'s compiled code (and a partial's arguments) and, for a function defined
+    outside spectheory, its source file into ``h``."""
+    target = getattr(fn, "func", fn)  # functools.partial
+    if target is not fn:
+        h.update(repr((fn.args, sorted(fn.keywords.items()))).encode())
+    code = getattr(target, "__code__", None)
+    if code is None and callable(target):  # an instance with __call__
+        code = getattr(type(target).__call__, "__code__", None)
+    if code is not None:
+        h.update(marshal.dumps(code))  # bytecode, constants and names, nested code included
+    else:
+        h.update(repr(target).encode())
+    try:
+        source = inspect.getsourcefile(target)
+    except TypeError:
+        source = None
+    package = Path(__file__).resolve().parents[1]
+    if source and Path(source).is_file() and package not in Path(source).resolve().parents:
+        h.update(Path(source).read_bytes())  # helpers the function calls live there too
+
+
+def code_fingerprint(verifiers=()) -> str:
+    """A digest of the code that computes a sweep's rows: part of every cached piece's key.
+
+    It holds the SHA-256 of the spectheory sources (so another version, or an edited
+    kernel, computes its pieces again) and, for each registered verifier name, its
+    function's compiled code and, when the function is defined outside spectheory, the
+    source file it lives in (helpers it calls from there included).  A verifier of your
+    own edited and registered again under the same name therefore gets new pieces; the
+    cached rows of the old code are never returned for the new one.  Code the function
+    reaches in other files of yours is not seen: clear the cache after editing it (the
+    ``cache_dir`` pieces; ``spectheory cache clear --kind sweeps`` for the command's default
+    folder).
+
+    Parameters
+    ----------
+    verifiers : sequence of str
+        Registered verifier names (:data:`spectheory.verifiers.REGISTRY`).
+
+    Returns
+    -------
+    str
+        Hex digest.
+    """
+    h = hashlib.sha256(_package_digest().encode())
+    for name in verifiers:
+        h.update(name.encode())
+        _function_digest(REGISTRY[name].function, h)
+    return h.hexdigest()
+
+
 @dataclass(frozen=True)
 class _Task:
     """One (shard, configuration) piece of a sweep."""
@@ -225,6 +296,7 @@ class _Task:
     trials: int
     seed: int
     chunk: int
+    code: str  # code_fingerprint of the verifiers, taken where the sweep starts
 
     def key(self) -> str:
         """Cache key: everything the rows depend on (not the folder, nor the chunk size)."""
@@ -667,6 +739,11 @@ def sweep(
     check_grid_has_work(grid.verifiers, grid.ns, grid.samplings)
     folder = str(Path(sharded.folder).resolve())
     tasks = []
+    code = {}
+    for n in grid.ns:
+        for sampling in grid.samplings:
+            names = tuple(v for v in grid.verifiers if _applicable(v, n, sampling))
+            code.setdefault(names, code_fingerprint(names))
     for draft in drafts:
         for temp in grid.temperatures:
             for n in grid.ns:
@@ -677,7 +754,7 @@ def sweep(
                     for s in sharded.shards:
                         tasks.append(
                             _Task("replay", folder, s.index, s.sha256, draft, temp, (n,),
-                                  (sampling,), names, grid.trials, seed, chunk)
+                                  (sampling,), names, grid.trials, seed, chunk, code[names])
                         )  # fmt: skip
     results = _execute(
         sharded, tasks, scheduler, cache_dir, retries, local_workers, numba_threads, progress,
@@ -729,7 +806,7 @@ def sweep_bounds(
     folder = str(Path(sharded.folder).resolve())
     tasks = [
         _Task("bound", folder, s.index, s.sha256, draft, temp, grid.ns, grid.samplings, (), 0, 0,
-              chunk)
+              chunk, code_fingerprint())
         for draft in drafts
         for temp in grid.temperatures
         for s in sharded.shards

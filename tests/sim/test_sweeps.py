@@ -226,6 +226,45 @@ def test_resume_from_a_partial_cache_computes_only_the_missing_pieces(
     assert len(list(tmp_path.glob("replay-*.json"))) == n + 8
 
 
+def _first_draft(p, q, drafts, coins, *, sampling):
+    return drafts[0]  # accepts every draft: lossy
+
+
+def _speculative(p, q, drafts, coins, *, sampling):
+    x = drafts[0]
+    if coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    rest = np.maximum(p - q, 0 * p[0])
+    return coins.categorical(rest / rest.sum())
+
+
+def test_a_verifier_edited_under_the_same_name_is_computed_again(splits, tmp_path, counted):
+    """The cache was keyed by the verifiers' names: a verifier of one's own, fixed and
+    registered again under its name, got the rows of its buggy version back (acceptance 1
+    instead of SD's), silently.  The key now holds the code's fingerprint: the fixed code
+    computes its pieces, equal to an uncached sweep, and a rerun of unchanged code reads
+    them."""
+    tables = {}
+    try:
+        for fn in (_first_draft, _speculative):
+            stt.register_verifier(stt.verifier(fn, name="mine_cached", samplings=("iid",)),
+                                  replace=True)  # fmt: skip
+            grid = SweepGrid(drafts=("exit:2",), temperatures=(1.0,), ns=(1,),
+                             samplings=("iid",), verifiers=("mine_cached",), trials=50)
+            counted.calls = 0
+            tables[fn] = sweep(splits[4], grid, seed=SEED, cache_dir=tmp_path)
+            assert counted.calls == 4  # one piece per shard, computed
+            assert canonical(tables[fn]) == canonical(sweep(splits[4], grid, seed=SEED))
+        counted.calls = 0
+        again = sweep(splits[4], grid, seed=SEED, cache_dir=tmp_path)
+        assert counted.calls == 0 and canonical(again) == canonical(tables[_speculative])
+    finally:
+        stt.unregister_verifier("mine_cached")
+    assert all(r["mc"] == 1.0 for r in tables[_first_draft])
+    assert np.mean([r["mc"] for r in tables[_speculative]]) < 0.9
+    assert len(list(tmp_path.glob("replay-*.json"))) == 8
+
+
 def test_an_interrupted_sweep_loses_nothing(splits, reference, tmp_path, counted):
     n = num_tasks(GRID, splits[4])
     counted.fail = {10}
