@@ -13,7 +13,8 @@ see the same drafts: each trial's drafts come from the same uniforms
 is a paired difference, whose Monte Carlo error is smaller than that of
 either mean.
 
-Per draft, temperature and n, the table gives, over the same positions:
+Per draft, temperature and n, the table gives, over the same positions (those
+where the draft has at least as many tokens as the largest n, for every n):
 
 * ``alpha*_iid`` and ``alpha*_wor``, exact (:func:`spectheory.bound`);
 * the Monte Carlo acceptances of both verifiers;
@@ -47,7 +48,7 @@ WOR = "without_replacement"
 PAIR_RULES = ("pair_tiers", "pair_scores")
 
 
-def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0):
+def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0, min_support=None):
     """``embedded_iid`` and ``rrs_wor`` on the same drafts at the given trace positions.
 
     Parameters
@@ -58,11 +59,16 @@ def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0):
         Applied to both models' logits (:func:`spectheory.process_logits`).
     n : int >= 2
     positions : array_like of int
-        Trace positions; those whose draft has fewer than ``n`` tokens of
-        positive probability are left out (drafting without replacement needs
-        ``n``).
+        Trace positions; those whose draft has fewer than ``min_support``
+        tokens of positive probability are left out (drafting without
+        replacement needs ``n``).
     trials : int
     seed : int
+    min_support : int, optional
+        At least ``n`` (the default).  The section passes its largest ``n`` for
+        every ``n``, so that the rows of one draft and temperature compare
+        the same positions (with ``n`` alone, a larger ``n`` left out more
+        positions and alpha* seemed to fall as ``n`` grew).
 
     Returns
     -------
@@ -80,7 +86,7 @@ def wor_comparison(trace, draft, temperature, n, positions, trials, seed=0):
     q = process_logits(trace.draft_logits(draft, positions), temperature)
     # Checked once here, so that the plans counted below are those of the rows simulated.
     p, q, _ = as_distribution_pair(p, q)
-    ok = np.count_nonzero(q, axis=1) >= n
+    ok = np.count_nonzero(q, axis=1) >= max(n, min_support or n)
     if not ok.any():
         return None
     p, q = p[ok], q[ok]
@@ -155,8 +161,10 @@ def section_without_replacement(ctx, page) -> None:
     trials = WOR_TRIALS[1] if ctx.quick else WOR_TRIALS[0]
     positions = np.unique(np.linspace(0, tr.num_positions - 1, k).astype(np.int64))
     ctx.say(f"embedded_iid against rrs_wor on {positions.size} positions")
-    rows = [r for d in tr.drafts for t in (0.7, 1.0) for n in (2, 4)
-            if (r := wor_comparison(tr, d, t, n, positions, trials)) is not None]  # fmt: skip
+    ns = (2, 4)
+    rows = [r for d in tr.drafts for t in (0.7, 1.0) for n in ns
+            if (r := wor_comparison(tr, d, t, n, positions, trials,
+                                    min_support=max(ns))) is not None]  # fmt: skip
     cols = ["draft", "T", "n", "positions", "alpha*_iid", "rrs_wor", "embedded_iid",
             "pair_tiers", "pair_tiers reached", "pair_scores", "pair_scores reached",
             "alpha*_wor", "difference",
@@ -176,6 +184,8 @@ def section_without_replacement(ctx, page) -> None:
         "acceptance lies "
         "between alpha*_iid and alpha*_wor. Here it is beside RRS without replacement "
         f"(`rrs_wor`) on the same drafts: {positions.size} positions spread over the trace, "
+        "of which those where the draft has at least 4 tokens of positive probability (the "
+        "same positions for n = 2 and 4, so that the rows compare; `positions` counts them), "
         f"{trials} trials each. `difference` is embedded_iid - rrs_wor, with a 95% interval "
         "(normal, over the trials, positions fixed). One configuration's difference is "
         "within its Monte Carlo error more often than not, so the second table pools each "

@@ -71,6 +71,26 @@ def test_section_table_against_exact_acceptances(tmp_path):
     assert "Without replacement: the gap to the bound" in html
 
 
+def test_every_n_compares_the_same_positions(tmp_path):
+    """Positions whose draft has 2 or 3 tokens of support can draw two drafts but not four.
+    Each n used to keep its own positions, so the n = 2 row averaged over more (and other)
+    positions than the n = 4 row, and alpha*_wor seemed to fall as n grew.  Both rows must
+    count the positions with at least 4 tokens, and there alpha*_wor (which cannot fall
+    as n grows: four drafts without replacement hold the first two) must not fall."""
+    trace = synthetic_trace(positions=8, vocab=6, seed=5)
+    d = trace.exit_logits["exit:1"]
+    d[[1, 4], 2:] = -np.inf  # support 2
+    d[6, 3:] = -np.inf  # support 3
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False, trace=trace)
+    section_without_replacement(ctx, Page("t"))
+    with open(tmp_path / "without_replacement.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    for T in ("0.7", "1.0"):
+        two, four = (next(r for r in table if r["T"] == T and r["n"] == n) for n in ("2", "4"))
+        assert two["positions"] == four["positions"] == "5"
+        assert float(four["alpha*_wor"]) >= float(two["alpha*_wor"]) - 1e-12
+
+
 def test_both_verifiers_see_the_same_drafts(monkeypatch):
     """The comparison is paired: every simulate call gets the same draft uniforms."""
     import importlib
