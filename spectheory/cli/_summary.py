@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["print_means"]
 
 
-def print_means(table) -> None:
+def print_means(table, grid=None, drafts=None) -> None:
     """Print the mean bound (and exact and Monte Carlo acceptance) per configuration.
 
     Means are over the positions replayed under every draft law and every n of
@@ -13,7 +13,11 @@ def print_means(table) -> None:
     without replacement and greedy need n tokens of support, and averages over
     different positions can show orders the theory forbids (without
     replacement below i.i.d., alpha* falling with n).  The count is printed
-    beside each mean, and a footer names the drafts that lost positions.
+    beside each mean, and a footer names the drafts that lost positions.  With the
+    ``grid`` asked for (a :class:`spectheory.sim.SweepGrid`; ``drafts`` for its default
+    of every draft), a second footer names the configurations that have no row at all:
+    no position has the ``n`` tokens of draft support their law needs (a one-hot draft
+    at T = 0 has one), so the table has nothing for them.
     """
     import numpy as np
 
@@ -45,3 +49,25 @@ def print_means(table) -> None:
     if fewer:
         print("means over the positions replayed under every law and n of that draft and T "
               "(the table keeps every row): " + "; ".join(fewer))  # fmt: skip
+    if grid is not None:
+        _print_missing(table, grid, drafts)
+
+
+def _print_missing(table, grid, drafts) -> None:
+    """Name the configurations of ``grid`` with a verifier to run but no row in ``table``."""
+    from ..sim.replay import _applicable
+
+    present = {(r["draft"], r["temperature"], r["n"], r["sampling"]) for r in table}
+    with_verifiers = "verifier" in table[0]
+    missing: dict = {}
+    for d in grid.drafts or drafts or dict.fromkeys(r["draft"] for r in table):
+        for t in grid.temperatures:
+            for n in grid.ns:
+                for law in grid.samplings:
+                    if with_verifiers and not any(_applicable(v, n, law) for v in grid.verifiers):
+                        continue  # no verifier takes it: not asked for
+                    if (d, t, n, law) not in present:
+                        missing.setdefault((d, t), []).append(f"n = {n} {law}")
+    if missing:
+        print("no rows (no position has the n tokens of draft support the law needs): "
+              + "; ".join(f"{d}, T = {t:g}: {', '.join(c)}" for (d, t), c in missing.items()))

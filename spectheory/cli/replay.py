@@ -53,6 +53,6 @@ def run(args) -> int:
     )
     seconds = time.perf_counter() - t0
     path = write_csv(table, args.out)
-    print_means(table)
+    print_means(table, grid, trace.drafts)
     print(f"{len(table)} rows ({trace.num_positions} positions) in {seconds:.1f} s -> {path}")
     return ExitCode.OK

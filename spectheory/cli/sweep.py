@@ -105,6 +105,6 @@ def run(args) -> int:
         table = sweep(args.shards, grid, **given_kwargs(args, ("seed",)), **common)
         path = write_table(table, args.out, SWEEP_COLUMNS)
     seconds = time.perf_counter() - t0
-    print_means(table)
+    print_means(table, grid)
     print(f"{len(table)} rows in {seconds:.1f} s -> {path}")
     return ExitCode.OK
