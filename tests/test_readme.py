@@ -62,3 +62,18 @@ def test_cli_bound_exact_method_json(capsys):
 def test_cli_errors_exit_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_python_blocks_run_in_order(tmp_path, monkeypatch):
+    """Every ```python block of the README, run in order in one namespace (as a reader pasting
+    them would): several used names no block defined (``P``, ``Q``, ``drafts``, ``u``) or
+    asked for four drafts without replacement from a three-token draft."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [(m.start(), m.group(1))
+              for m in re.finditer(r"```python\n(.*?)\n```", text, flags=re.S)]  # fmt: skip
+    assert len(blocks) >= 10
+    monkeypatch.chdir(tmp_path)  # a block may write files
+    namespace: dict = {}
+    for start, block in blocks:
+        line = text[:start].count("\n") + 1
+        exec(compile(block, f"README.md, the block at line {line}", "exec"), namespace)
