@@ -18,20 +18,52 @@ DEFAULT_NS = (1, 2, 3, 4)
 MAX_SYNTHETIC_VALUES = 2**28
 #: The solver of :func:`spectheory.solve_bound` used unless ``--method`` says otherwise.
 DEFAULT_METHOD = "dual"
+#: The methods of :func:`spectheory.solve_bound` that take exact fractions such as 1/3.
+EXACT_METHODS = ("maxflow", "enumerate")
+#: Longest time (s) another method than the dual may take on the synthetic batch, estimated
+#: from one row; beyond it (or where the method refuses the size) the dual is timed, and named.
+MAX_ORACLE_SECONDS = 30.0
 
 
-def numbers(text, name, exact):
-    """Parse "0.3,0.4,0.3"; as exact decimals (Fractions) for the exact methods."""
+def _fractions(text):
     from fractions import Fraction
 
+    try:
+        return [Fraction(x.strip()) for x in text.split(",")]
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def numbers(text, name, exact, method=None):
+    """Parse "0.3,0.4,0.3"; as exact decimals (Fractions) for the exact methods.
+
+    Fractions such as "1/3" parse only when ``exact``; otherwise the message says
+    that they need an exact method, naming ``method`` (the ``--method`` given),
+    or, with ``method=None`` (a command without exact methods), that they are
+    not accepted.
+    """
     import numpy as np
 
-    try:
-        if exact:
-            return np.array([Fraction(x.strip()) for x in text.split(",")], dtype=object)
-        return np.array([float(x) for x in text.split(",")])
-    except (ValueError, ZeroDivisionError):
-        raise usage_error(f"{name} must be comma-separated numbers; got {text!r}") from None
+    if exact:
+        values = _fractions(text)
+        if values is not None:
+            return np.array(values, dtype=object)
+    else:
+        try:
+            return np.array([float(x) for x in text.split(",")])
+        except ValueError:
+            pass
+        if _fractions(text) is not None:
+            if method is None:
+                raise usage_error(
+                    f"{name} {text!r}: fractions are not accepted here; write decimals (0.5)"
+                )
+            exact_methods = " or ".join(f"--method {m}" for m in EXACT_METHODS)
+            raise usage_error(
+                f"{name} {text!r}: fractions need an exact method: {exact_methods} "
+                f"(--method {method} takes decimal numbers)"
+            )
+    raise usage_error(f"{name} must be comma-separated numbers; got {text!r}")
 
 
 def add_parser(subparsers):
@@ -53,7 +85,8 @@ def add_parser(subparsers):
     b.add_argument("--method", default=DEFAULT_METHOD,
                    help="solver: one of spectheory.METHODS (default: %(default)s)")  # fmt: skip
     b.add_argument("--vocab", type=nonnegative_int, default=49152,
-                   help="also time a synthetic batch at this V (0: skip; default %(default)s)",
+                   help="also time --method on a synthetic batch at this V, or the dual where the "
+                        "method cannot run there (0: skip; default %(default)s)",
                    )  # fmt: skip
     b.add_argument("--batch", type=positive_int, default=16,
                    help="rows of the synthetic batch (default %(default)s)")  # fmt: skip
@@ -77,7 +110,7 @@ def run(args) -> int:
         )
     check_choice(args.sampling, "--sampling", (*SAMPLINGS, "all"))
     check_choice(args.method, "--method", METHODS)
-    exact = args.method in ("maxflow", "enumerate")
+    exact = args.method in EXACT_METHODS
     if (args.target is None) != (args.draft is None):
         # one alone would be paired with the example's other vector, silently
         given, missing = ("--target", "--draft") if args.draft is None else ("--draft", "--target")
@@ -87,8 +120,8 @@ def run(args) -> int:
     if args.target is None:
         args.target = ",".join(map(str, EXAMPLE_TARGET))
         args.draft = ",".join(map(str, EXAMPLE_DRAFT))
-    target = numbers(args.target, "--target", exact)
-    draft = numbers(args.draft, "--draft", exact)
+    target = numbers(args.target, "--target", exact, args.method)
+    draft = numbers(args.draft, "--draft", exact, args.method)
     samplings = SAMPLINGS if args.sampling == "all" else (args.sampling,)
     support = int(np.count_nonzero(draft))
     rows, skipped = [], []
@@ -126,20 +159,45 @@ def run(args) -> int:
         line = f"{r['sampling']:<22}{r['n']:>3}  {r['alpha_star']:>12.9f}  {r['H']!s:<14}"
         print(f"{line} {r['exact'] or ''}".rstrip())
     if args.vocab:
-        fv = result["full_vocabulary"]
-        print(
-            f"\nsynthetic batch: B = {args.batch} rows, V = {args.vocab} "
-            f"(softmax of N(0, 9) logits; draft logits + N(0, 1)), seed {args.seed}"
-        )
-        print(f"{'sampling':<22}{'n':>3}  {'mean alpha*':>12}  {'ms per row':>10}")
-        for r in fv:
-            print(f"{r['sampling']:<22}{r['n']:>3}  {r['mean']:>12.6f}  {r['ms_per_row']:>10.3f}")
+        _print_full_vocabulary(args, result["full_vocabulary"])
     return ExitCode.OK
 
 
+def _print_full_vocabulary(args, fv):
+    """The synthetic batch's table, naming the method that solved each row and why."""
+    fallback = [r for r in fv if r["fallback_reason"]]
+    everywhere = bool(fv) and len(fallback) == len(fv) and args.method != DEFAULT_METHOD
+    label = (f" (method {DEFAULT_METHOD}: --method {args.method} cannot run at V = {args.vocab})"
+             if everywhere else "")  # fmt: skip
+    print(
+        f"\nsynthetic batch{label}: B = {args.batch} rows, V = {args.vocab} "
+        f"(softmax of N(0, 9) logits; draft logits + N(0, 1)), seed {args.seed}"
+    )
+    if everywhere:
+        first = fallback[0]
+        print(f"  e.g. {first['sampling']} n={first['n']}: {first['fallback_reason']}")
+    print(f"{'sampling':<22}{'n':>3}  {'mean alpha*':>12}  {'ms per row':>10}  method")
+    for r in fv:
+        star = "*" if r["fallback_reason"] and not everywhere else ""
+        print(f"{r['sampling']:<22}{r['n']:>3}  {r['mean']:>12.6f}  {r['ms_per_row']:>10.3f}  "
+              f"{r['method']}{star}")  # fmt: skip
+    if fallback and not everywhere:
+        print(f"* the {DEFAULT_METHOD} solver was timed where --method {args.method} cannot run:")
+        for r in fallback:
+            print(f"  {r['sampling']} n={r['n']}: {r['fallback_reason']}")
+
+
 def _full_vocabulary_demo(args, samplings):
+    """Time ``--method`` on a random (B, V) batch, per law and n.
+
+    Where the method refuses the size (the oracles are for small instances) or
+    one row shows that the batch would take over :data:`MAX_ORACLE_SECONDS`,
+    the dual solver is timed instead: each row names the ``method`` used and,
+    then, the ``fallback_reason``.
+    """
     import numpy as np
 
+    from .._errors import InstanceTooLargeError
     from ..distributions import softmax
     from ..solvers.ot_dual import solve_bound
 
@@ -150,10 +208,24 @@ def _full_vocabulary_demo(args, samplings):
     out = []
     grid = [(s, n) for s in samplings for n in args.n if s == "iid" or n <= V]
     for sampling, n in progress(grid, args, "synthetic batch"):
-        solve_bound(p[:1], q[:1], n, sampling)  # compile outside the timing
+        method, reason = args.method, None
         t0 = time.perf_counter()
-        res = solve_bound(p, q, n, sampling)
+        try:  # one row: compiles (dual) or probes the size and the time (the others)
+            solve_bound(p[:1], q[:1], n, sampling, method)
+        except InstanceTooLargeError as exc:
+            method, reason = DEFAULT_METHOD, str(exc)
+        else:
+            row_s = time.perf_counter() - t0
+            if method != DEFAULT_METHOD and row_s * B > MAX_ORACLE_SECONDS:
+                method = DEFAULT_METHOD
+                reason = (f"--method {args.method} took {row_s:.2g} s on one row: {B} rows "
+                          f"would take over {MAX_ORACLE_SECONDS:g} s")  # fmt: skip
+        if reason is not None:
+            solve_bound(p[:1], q[:1], n, sampling, method)  # compile outside the timing
+        t0 = time.perf_counter()
+        res = solve_bound(p, q, n, sampling, method)
         ms = (time.perf_counter() - t0) / B * 1e3
         mean = float(res.value.mean())
-        out.append({"sampling": sampling, "n": n, "mean": mean, "ms_per_row": ms})
+        out.append({"sampling": sampling, "n": n, "mean": mean, "ms_per_row": ms,
+                    "method": method, "fallback_reason": reason})  # fmt: skip
     return out

@@ -247,12 +247,16 @@ def run(args) -> int:
         fields = ("verifier", "lossy", "verdict", "p_value", "alpha", "impossible_outputs",
                   "acceptance", "acceptance_interval", "bound", "exceeds_bound", "detectable_tv",
                   "rows", "trials")  # fmt: skip
-        out = {k: getattr(report, k) for k in fields}
-        out["sampling"] = getattr(report, "sampling", None)
         by_law = getattr(report, "by_law", None) or {}
+        out = {k: getattr(report, k) for k in fields}
+        # the acceptance interval is Wilson's at 1 - (its law's alpha), not 95%
+        out["acceptance_interval_confidence"] = 1.0 - _interval_alpha(report, by_law)
+        out["sampling"] = getattr(report, "sampling", None)
         if by_law:  # every law checked, each at alpha / laws
             out["by_law"] = {
-                law: {k: getattr(r, k) for k in fields[1:]} for law, r in by_law.items()
+                law: {k: getattr(r, k) for k in fields[1:]}
+                | {"acceptance_interval_confidence": 1.0 - _interval_alpha(r, {})}
+                for law, r in by_law.items()
             }
         print(json.dumps(out, indent=2, default=float))
     else:
@@ -266,7 +270,18 @@ def run(args) -> int:
         for name, r in by_law.items() or [(None, report)]:  # one line per law checked
             lo, hi = r.acceptance_interval
             print(("  " + name + ": " if name else "  ") + (f"p-value {r.p_value:.3g}, " if name
-                  else "") + f"acceptance {r.acceptance:.4f} in [{lo:.4f}, {hi:.4f}], bound "
+                  else "") + f"acceptance {r.acceptance:.4f} in [{lo:.4f}, {hi:.4f}] (Wilson "
+                  f"interval, confidence 1 - {_interval_alpha(r, {}):g}), bound "
                   f"{r.bound:.4f}")  # fmt: skip
         print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
     return ExitCode.CHECK_FAILED if report.lossy else ExitCode.OK
+
+
+def _interval_alpha(report, by_law) -> float:
+    """``a`` such that ``report.acceptance_interval`` is Wilson's at confidence ``1 - a``.
+
+    ``a`` is the alpha of the interval's law: a report combining several laws
+    carries the interval of one of them, each checked at ``alpha / laws``
+    (:func:`spectheory.sim.check.check_lossless`).
+    """
+    return report.alpha / len(by_law) if by_law else report.alpha

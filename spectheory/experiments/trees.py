@@ -21,7 +21,11 @@ Every tree is verified ``trials`` times with fresh coins (numba replay for
 token, block, rrs and rrs_wor; the reference verifiers for the others,
 ``ref_trials`` times); the settings are :class:`TreesSettings`.  The block
 efficiency :math:`\\tau` (bonus token included) is the mean over trees of each
-tree's mean block length, with a 95% Student-t interval over trees; orderings
+tree's mean block length, with a 95% Student-t interval over trees cut to
+:math:`\\tau`'s range :math:`[1, D + 1]`: every block holds the correction or
+bonus token and at most ``D`` accepted drafts, ``D`` the deepest tree the drafter
+can draw (column ``tau_max = D + 1``; with few trees the t-interval alone can
+reach below 1); orderings
 claimed by the papers (docs/theory.md §9) are tested by paired differences on
 the same trees (or unpaired for different drafters).  Sequoia's
 rank-acceptance vector is measured on the evaluation
@@ -55,12 +59,22 @@ _RSD_C = {8: (2, 1, 1, 1), 16: (2, 2, 1, 1)}
 _KERNEL = ("token", "block", "rrs", "rrs_wor")
 
 
+def _shape_depth(parents):
+    """Depth of the deepest node of a parent array (the root has depth 0)."""
+    depth = [0] * len(parents)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+    return max(depth)
+
+
 def _drafters(budget, sequoia_shape):
+    """``{name: (drafter, verifiers, D)}``, ``D`` the deepest tree the drafter can draw."""
     from functools import partial
 
     from ..trees import draft_chain, draft_fixed, draft_rsd_c, draft_rsd_s, draft_spectr
 
-    return {
+    eagle = EAGLE_SHAPES[budget]
+    methods = {
         "chain": (partial(draft_chain, gamma=budget), ("token", "block", "traversal")),
         "spectr": (
             partial(draft_spectr, num_sequences=2, length=budget // 2),
@@ -69,9 +83,19 @@ def _drafters(budget, sequoia_shape):
         "rsd_c": (partial(draft_rsd_c, branching=_RSD_C[budget]), ("rrs_wor", "traversal", "nss")),
         "rsd_s": (partial(draft_rsd_s, width=budget // 4, depth=4), ("rrs_wor", "traversal")),
         "sequoia": (partial(draft_fixed, shape=sequoia_shape), ("rrs_wor", "traversal")),
-        "eagle": (partial(draft_fixed, shape=EAGLE_SHAPES[budget]), ("rrs_wor", "traversal")),
-        "eagle_top": (partial(draft_fixed, shape=EAGLE_SHAPES[budget], fill="top"), ("nss",)),
+        "eagle": (partial(draft_fixed, shape=eagle), ("rrs_wor", "traversal")),
+        "eagle_top": (partial(draft_fixed, shape=eagle, fill="top"), ("nss",)),
     }
+    depth = {
+        "chain": budget,
+        "spectr": budget // 2,
+        "rsd_c": len(_RSD_C[budget]),
+        "rsd_s": 4,
+        "sequoia": _shape_depth(sequoia_shape),
+        "eagle": _shape_depth(eagle),
+        "eagle_top": _shape_depth(eagle),
+    }
+    return {name: (*m, depth[name]) for name, m in methods.items()}
 
 
 def _rank_acceptance(roots, ranks, trials, rng):
@@ -112,11 +136,33 @@ def _tree_means(verifier, trees, target, draft, trials, ref_trials, rng):
                      for t in trees])  # fmt: skip
 
 
-def _ci(x):
-    """Mean and 95% Student-t interval over independent per-tree means."""
+def _ci(x, low=-np.inf, high=np.inf):
+    """Mean and 95% Student-t interval over independent per-tree means, cut to [low, high].
+
+    ``[low, high]`` is the known range of the mean (for tau: ``[1, D + 1]``); the
+    cut interval covers the mean whenever the t-interval does, and holds no
+    impossible value, as the t-interval of a few widely spread values can.  NaN
+    ends (one value: no variance estimate) stay NaN.
+    """
     from ..sim._stats import mean_interval
 
-    return mean_interval(x, 0.95)
+    m, lo, hi = mean_interval(x, 0.95)
+    return m, float(np.clip(lo, low, high)), float(np.clip(hi, low, high))
+
+
+def _tau_rows(means, tau_max):
+    """Rows of ``tau.csv``: per (budget, drafter, verifier), tau in [1, tau_max] with its interval.
+
+    ``means`` maps each key to its per-tree mean block lengths, ``tau_max`` to
+    ``D + 1`` (:func:`_drafters`).
+    """
+    rows = []
+    for (budget, name, v), m in means.items():
+        top = tau_max[budget, name, v]
+        tau, lo, hi = _ci(m, 1.0, top)
+        rows.append({"budget": budget, "drafter": name, "verifier": v, "trees": len(m),
+                     "tau": tau, "ci_low": lo, "ci_high": hi, "tau_max": top})  # fmt: skip
+    return rows
 
 
 def _diff_ci(a, b, paired):
@@ -269,7 +315,9 @@ def run_trees(loaded, settings=None, out="trees_report"):
     Returns
     -------
     rows : list of dict
-        Per budget, drafter and verifier: trees and tau with its 95% interval.
+        Per budget, drafter and verifier: trees, tau with its 95% interval cut
+        to tau's range ``[1, tau_max]``, and ``tau_max`` (the deepest tree the
+        drafter can draw, plus 1).
     order : list of dict
         Per budget and claim: the difference A - B, its 95% interval and the verdict.
     """
@@ -305,10 +353,11 @@ def run_trees(loaded, settings=None, out="trees_report"):
     acc = _rank_acceptance(roots, 8, 300, rng)
     _log.info(f"rank acceptance (RRSw, ranks 1..8): {np.round(acc, 4).tolist()}")
     means: dict = {}
+    tau_max: dict = {}
     for budget in s.budgets:
         shape = sequoia_tree(acc, budget + 1).parents
         _log.info(f"budget {budget}: Sequoia tree {shape}")
-        for name, (drafter, verifiers) in _drafters(budget, shape).items():
+        for name, (drafter, verifiers, depth) in _drafters(budget, shape).items():
             for lm, prefix in positions:
 
                 def target(x, lm=lm, prefix=prefix):
@@ -322,13 +371,10 @@ def run_trees(loaded, settings=None, out="trees_report"):
                 for v in verifiers:
                     m = _tree_means(v, trees, target, draft, s.trials, s.ref_trials, rng)
                     means.setdefault((budget, name, v), []).extend(m.tolist())
+                    tau_max[budget, name, v] = depth + 1
             _log.info(f"  {name:9s} done ({time.perf_counter() - t0:.0f} s, "
                       f"{sum(lm.forwards for lm, _ in positions)} forwards)")  # fmt: skip
-    rows = []
-    for (budget, name, v), m in means.items():
-        tau, lo, hi = _ci(m)
-        rows.append({"budget": budget, "drafter": name, "verifier": v, "trees": len(m),
-                     "tau": tau, "ci_low": lo, "ci_high": hi})  # fmt: skip
+    rows = _tau_rows(means, tau_max)
     order = []
     for budget in s.budgets:
         for claim, a, b, paired, source in _CLAIMS:
@@ -352,10 +398,16 @@ def run_trees(loaded, settings=None, out="trees_report"):
 
 def summary_lines(rows, order) -> list[str]:
     """The tables of :func:`run_trees` as text: tau per method, then the orderings."""
-    lines = [f"{'budget':>6} {'drafter':>9} {'verifier':>9} {'trees':>5}  tau [95% CI]"]
+    lines = [f"{'budget':>6} {'drafter':>9} {'verifier':>9} {'trees':>5} {'tau_max':>7}  "
+             "tau [95% CI within 1..tau_max]"]  # fmt: skip
     for r in rows:
-        lines.append(f"{r['budget']:6d} {r['drafter']:>9} {r['verifier']:>9} {r['trees']:5d}  "
-                     f"{r['tau']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")  # fmt: skip
+        lines.append(f"{r['budget']:6d} {r['drafter']:>9} {r['verifier']:>9} {r['trees']:5d} "
+                     f"{r['tau_max']:7d}  {r['tau']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                     )  # fmt: skip
+    lines += [
+        "(t-intervals over trees, cut to tau's range [1, tau_max]: every block holds the",
+        " bonus or correction token and at most D drafts, D the drafter's deepest tree)",
+    ]
     lines += ["", "Orderings claimed by the papers (difference A - B, 95% CI):"]
     for r in order:
         lines.append(f"  {r['budget']:2d}  {r['claim']:52s} {r['diff']:+.3f} "

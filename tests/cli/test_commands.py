@@ -90,6 +90,66 @@ def test_bound_synthetic_batch_runs_the_chosen_law_only(capsys):
     assert 0 < rows[0]["mean"] <= 1
 
 
+FRACTIONS = ["--target", "1/2,1/2,0", "--draft", "1/3,1/3,1/3", "--n", "2", "--vocab", "0"]
+
+
+def test_bound_fractions_with_a_float_method_say_they_need_an_exact_one(capsys):
+    # It said "--target must be comma-separated numbers", although maxflow takes them.
+    err = usage_error(["bound", *FRACTIONS], capsys)
+    assert "--target '1/2,1/2,0'" in err and "--method dual" in err
+    assert "fractions need an exact method: --method maxflow or --method enumerate" in err
+    err = usage_error(["bound", *FRACTIONS, "--method", "lp"], capsys)
+    assert "--method lp" in err and "--method maxflow or --method enumerate" in err
+    err = usage_error(["bound", *FRACTIONS[:2], "--draft", "0.3,0.3,0.4", "--vocab", "0"], capsys)
+    assert "--draft '0.3,0.3,0.4'" not in err  # only the fraction argument is named
+    for method in ("maxflow", "enumerate"):
+        assert main(["bound", *FRACTIONS, "--method", method, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["bounds"][0]["exact"] is not None
+    # not a number at all: the plain message
+    err = usage_error(["bound", "--target", "a,b", "--draft", "0.5,0.5", "--vocab", "0"], capsys)
+    assert "--target must be comma-separated numbers; got 'a,b'" in err
+    # check takes no exact method: it says fractions are not accepted
+    err = usage_error(["check", "rrs", "--target", "1/2,1/2", "--trials", "10"], capsys)
+    assert "--target '1/2,1/2'" in err and "write decimals" in err
+
+
+def test_bound_synthetic_batch_uses_and_names_the_requested_method(capsys):
+    # The batch was always solved by the dual, unlabelled, whatever --method said.
+    common = ["bound", "--vocab", "40", "--batch", "2", "--sampling", "iid", "--json", "-q"]
+    assert main([*common, "--n", "1", "4"]) == 0
+    dual = json.loads(capsys.readouterr().out)["full_vocabulary"]
+    assert [r["method"] for r in dual] == ["dual", "dual"]
+    assert all(r["fallback_reason"] is None for r in dual)
+    # lp runs at V = 40 for n = 1, refuses n = 4 (too many variables): the dual is named instead
+    assert main([*common, "--n", "1", "4", "--method", "lp"]) == 0
+    lp = json.loads(capsys.readouterr().out)["full_vocabulary"]
+    assert [r["method"] for r in lp] == ["lp", "dual"]
+    assert lp[0]["fallback_reason"] is None and lp[0]["mean"] == pytest.approx(dual[0]["mean"])
+    assert "method='lp' refuses V=40, n=4" in lp[1]["fallback_reason"]
+    assert lp[1]["mean"] == dual[1]["mean"]
+    text_argv = [a for a in common if a != "--json"]
+    assert main([*text_argv, "--n", "1", "4", "--method", "lp"]) == 0
+    text = capsys.readouterr().out
+    assert "method" in text.splitlines()[text.splitlines().index("") + 2]  # the table's header
+    assert "* the dual solver was timed where --method lp cannot run:" in text
+    assert "iid n=4: method='lp' refuses V=40, n=4" in text
+    # enumerate cannot run at V = 40 at all: the header says so
+    assert main([*text_argv, "--n", "1", "--method", "enumerate"]) == 0
+    text = capsys.readouterr().out
+    assert "synthetic batch (method dual: --method enumerate cannot run at V = 40" in text
+
+
+def test_bound_synthetic_batch_falls_back_when_the_method_is_too_slow(monkeypatch, capsys):
+    import spectheory.cli.bound as bound
+
+    monkeypatch.setattr(bound, "MAX_ORACLE_SECONDS", 0.0)
+    argv = ["bound", "--vocab", "40", "--batch", "2", "--n", "1", "--sampling", "iid",
+            "--method", "maxflow", "--json", "-q"]  # fmt: skip
+    assert main(argv) == 0
+    (row,) = json.loads(capsys.readouterr().out)["full_vocabulary"]
+    assert row["method"] == "dual" and "--method maxflow took" in row["fallback_reason"]
+
+
 # --------------------------------------------------------------------------- check
 
 
@@ -113,6 +173,30 @@ def test_check_n_0_is_refused_not_replaced(capsys):
 )
 def test_check_bad_numbers_exit_2(option, value, message, capsys):
     assert message in usage_error(["check", "rrs", *EXAMPLE, option, value], capsys)
+
+
+def test_check_acceptance_interval_states_its_level(capsys):
+    """The interval is Wilson's at 1 - alpha (z about 4.89), not 95%: the output must say so."""
+    from spectheory.sim._stats import wilson_interval
+
+    argv = ["check", "rrs", "--n", "2", *EXAMPLE, "--trials", "5000"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "(Wilson interval, confidence 1 - 1e-06)" in text
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["acceptance_interval_confidence"] == 1 - 1e-6
+    k = round(out["acceptance"] * 5000)
+    np.testing.assert_allclose(out["acceptance_interval"], wilson_interval(k, 5000, 1 - 1e-6))
+    # several laws: each law's interval is at its share of alpha
+    argv = ["check", "naive", "--n", "2", *EXAMPLE, "--trials", "500"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.count("(Wilson interval, confidence 1 - 5e-07)") == 2
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["acceptance_interval_confidence"] == 1 - 5e-7
+    assert {r["acceptance_interval_confidence"] for r in out["by_law"].values()} == {1 - 5e-7}
 
 
 def test_check_math_sqrt_is_a_clear_error(capsys):

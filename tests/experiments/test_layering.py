@@ -203,6 +203,45 @@ def test_trees_intervals_match_the_textbook_formulas():
     assert np.isnan(_diff_ci([1.0], [2.0, 3.0], False)[1])
 
 
+def test_trees_tau_intervals_stay_within_the_range_of_tau():
+    # Few trees with a large spread: the 95% t-interval of tau reached below 1 (e.g.
+    # "chain traversal trees 4 tau 2.162 CI [-0.229, 4.554]") and beyond D + 1, although
+    # every block holds the bonus or correction token and at most D drafts.
+    from spectheory.experiments.trees import _tau_rows, summary_lines
+    from spectheory.sim._stats import mean_interval
+
+    means = {(8, "chain", "token"): [1.0, 1.2, 8.8], (8, "spectr", "rrs"): [1.0, 5.0]}
+    raw = [mean_interval(m) for m in means.values()]
+    assert all(lo < 1 for _, lo, _ in raw) and raw[1][2] > 5  # the plain t-intervals leave it
+    rows = _tau_rows(means, {(8, "chain", "token"): 9, (8, "spectr", "rrs"): 5})
+    for r, (m, lo, hi) in zip(rows, raw, strict=True):
+        assert r["tau"] == m and 1 <= r["ci_low"] <= r["tau"] <= r["ci_high"] <= r["tau_max"]
+        assert (r["ci_low"], r["ci_high"]) == (max(lo, 1.0), min(hi, r["tau_max"]))
+    assert rows[0]["ci_low"] == 1.0 and rows[1]["ci_high"] == 5.0
+    # one tree: no interval, as before
+    (one,) = _tau_rows({(8, "eagle", "nss"): [2.5]}, {(8, "eagle", "nss"): 5})
+    assert one["tau"] == 2.5 and np.isnan(one["ci_low"]) and np.isnan(one["ci_high"])
+    text = "\n".join(summary_lines(rows, []))
+    assert "tau [95% CI within 1..tau_max]" in text and "bonus or correction token" in text
+    assert "     8     chain     token     3       9  3.667 [1.000, 9.000]" in text
+
+
+def test_trees_stated_depth_bounds_every_drawn_tree():
+    # tau_max = D + 1 is only a bound if no drafter draws a tree deeper than its D.
+    from spectheory.coins import RandomCoins
+    from spectheory.experiments.trees import EAGLE_SHAPES, _drafters
+
+    def draft(prefix):
+        return np.full(6, 1 / 6)
+
+    coins = RandomCoins(np.random.default_rng(0))
+    for budget in EAGLE_SHAPES:
+        sequoia = (-1, 0, 0, 1, 3)
+        for name, (drafter, _, depth) in _drafters(budget, sequoia).items():
+            depths = {drafter(draft, coins=coins).depth for _ in range(3)}
+            assert depths == {depth}, (budget, name, depths, depth)
+
+
 def test_private_statistics_refuse_unequal_lengths():
     # Both gave a numpy broadcast error (or a silent broadcast) on mismatched input.
     from spectheory.experiments.draft_scaling import _slope
