@@ -166,43 +166,73 @@ def run_optimal(p, q, drafts, u):
 
 
 @njit(cache=True)
-def _hull_end(order, y, R, lo, hi, a, n, W):
+def _hull_end(g, R, lo, hi, a, n, W):
     r"""Right end of the tier holding position ``a`` in the component at weight ``W``.
 
     The tiers of the mixture at weight ``W`` are the linear pieces of the least
     concave majorant of :math:`F_W = Y - W\,\Phi` over the segment's nodes
     (cumulative ``y`` minus ``W`` times the cumulative coverage): the merge sweep
     is sticky-particle dynamics, whose clusters are given by this hull.  One
-    monotone-chain pass, :math:`O(n \cdot (hi - lo))`.
+    monotone-chain pass over the sweep's initial tiers (runs of equal density
+    ``g``; the sweep never splits one, ``rank`` 0), :math:`O(n \cdot (hi - lo))`.
+
+    Each tier on the stack keeps, as the sweep does, its draft mass
+    ``R[s] - R[e]`` and its ``y`` as density times mass, so an edge's slope is
+    ``Y / M - W * chord(R[s], R[e])`` with ``Y`` and ``M`` sums of the merged
+    tiers' own terms, not differences of prefix sums (which lose a tier of mass
+    below the rounding of the prefix, ~1e-16 beside 1).  A tier whose tail
+    masses tie, ``R[s] == R[e]`` (its draft mass is below the rounding of
+    ``R``: in float rows, tokens of ``q`` ~ 1e-30 beside a tail mass near 1),
+    has mass 0: as in the sweep, its line is ``g[s] - W * chord(R[s], R[s])``
+    and it adds nothing to a tier it joins; adjacent tiers of mass 0 have equal
+    chords and merge at ``W = 0`` in the sweep, keeping the first one's
+    density, so they enter the chain as one.
     """
-    k = hi - lo + 1
-    st = np.empty(k, dtype=np.int64)  # hull nodes
-    sl = np.empty(k)  # slope of the edge ending at st[i]
-    top = 0
-    st[0] = lo
-    ycum = np.empty(k)  # cumulative y from lo
-    ycum[0] = 0.0
-    for j in range(lo, hi):
-        ycum[j - lo + 1] = ycum[j - lo] + y[order[j]]
-    for j in range(lo + 1, hi + 1):
+    k = hi - lo
+    st = np.empty(k, dtype=np.int64)  # start of each merged tier on the stack
+    ys = np.empty(k)  # its y: sum of density * draft mass over its initial tiers
+    ms = np.empty(k)  # its draft mass
+    gs = np.empty(k)  # density of its first initial tier (the line of a mass-0 tier)
+    sl = np.empty(k)  # its slope at W
+    top = -1
+    s = lo
+    zero = False  # the last initial tier has mass 0
+    for e in range(lo + 1, hi + 1):
+        if e < hi and g[e] == g[e - 1]:
+            continue
+        m = R[s] - R[e]
+        if m == 0.0 and zero:  # merged with the mass-0 tier before it at W = 0
+            s = e
+            continue
+        zero = m == 0.0
+        b = s
+        y = g[s] * m
+        g0 = g[s]
         while True:
-            i = st[top]
-            s = (ycum[j - lo] - ycum[i - lo]) / (R[i] - R[j]) - W * _chord(R[i], R[j], n)
-            if top > 0 and sl[top] <= s:
+            sb = (y / m if m > 0.0 else g0) - W * _chord(R[b], R[e], n)
+            if top >= 0 and sl[top] <= sb:  # the lines have met: one tier
+                b = st[top]
+                y += ys[top]
+                m += ms[top]
+                g0 = gs[top]
                 top -= 1
             else:
                 break
         top += 1
-        st[top] = j
-        sl[top] = s
-    for t in range(top + 1):
+        st[top] = b
+        ys[top] = y
+        ms[top] = m
+        gs[top] = g0
+        sl[top] = sb
+        s = e
+    for t in range(1, top + 1):
         if st[t] > a:
             return st[t]
     return hi
 
 
 @njit(cache=True)
-def _select_fast(order, nT, pos, y, R, n, drafts, W):
+def _select_fast(order, nT, pos, g, R, n, drafts, W):
     m = order.shape[0]
     top = False
     for x in drafts:
@@ -215,7 +245,7 @@ def _select_fast(order, nT, pos, y, R, n, drafts, W):
         t = pos[x]
         if (t < nT) == top and (a < 0 or t < a):
             a = t
-    end = _hull_end(order, y, R, lo, hi, a, n, W)
+    end = _hull_end(g, R, lo, hi, a, n, W)
     for x in drafts:
         t = pos[x]
         if (t < nT) == top and a <= t < end:
@@ -244,10 +274,10 @@ def optimal_token(p, q, drafts, u):
     q = np.ascontiguousarray(q, dtype=np.float64)
     drafts = np.asarray(drafts, dtype=np.int64)
     n = drafts.shape[0]
-    order, nT, R, _, y, pos = row_tables(p, q, n)
+    order, nT, R, g, y, pos = row_tables(p, q, n)
     if (pos[drafts] < 0).any():
         raise InvalidParameterError("drafts contains a token the draft gives probability 0")
-    x = int(_select_fast(order, nT, pos, y, R, n, drafts, float(u[0])))
+    x = int(_select_fast(order, nT, pos, g, R, n, drafts, float(u[0])))
     prob = min(1.0, p[x] / y[x]) if y[x] > 0 else 0.0
     if u[1] < prob:
         return x
