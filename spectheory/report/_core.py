@@ -287,13 +287,13 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
             "bound": bound, "exact": ex, "monte carlo": mc,
             "gap to bound": bound - (ex if exact else mc), "positions": len(rs),
             "positions left out": left_out[(d, t, n)], "excess p": excess_p,
-            "lossless by design": bool(rs[0]["lossless"]),
+            "declared lossless": bool(rs[0]["lossless"]),
         })  # fmt: skip
     for s in summary:  # Bonferroni over the groups, at the checker's false-alarm rate
         s["above bound"] = s["excess p"] * len(summary) <= ABOVE_BOUND_ALPHA
     cols = ["draft", "T", "n", "draft law", "verifier", "bound", "exact", "monte carlo",
             "gap to bound", "above bound", "positions", "positions left out"]  # fmt: skip
-    ctx.csv("verifiers_summary.csv", summary, [*cols, "excess p", "lossless by design"])
+    ctx.csv("verifiers_summary.csv", summary, [*cols, "excess p", "declared lossless"])
 
     # the same set for every n of a draft and temperature: one count per pair
     per_draft = {(d, t): len(v) for (d, t, _), v in common.items()}
@@ -343,7 +343,7 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
     best = [s for s in summary if s["T"] == 1.0 and s["n"] == 4]
     page.table(best, cols)
     above = [s for s in summary if s["above bound"]]
-    unexpected = [s for s in above if s["lossless by design"]]
+    unexpected = [s for s in above if s["declared lossless"]]
     if unexpected:  # each one: the verifier is declared lossless, so this is a finding
         page.paragraph(
             "Verifiers declared lossless whose simulated acceptance is significantly above "
@@ -353,7 +353,7 @@ def section_bounds_and_verifiers(ctx: ReportContext, page) -> None:
                 for s in unexpected)
         )
     if len(above) > len(unexpected):
-        lossy = sorted({s["verifier"] for s in above if not s["lossless by design"]})
+        lossy = sorted({s["verifier"] for s in above if not s["declared lossless"]})
         page.paragraph(
             f"Verifiers lossy by design ({', '.join(lossy)}) exceed alpha* in "
             f"{len(above) - len(unexpected)} configurations, as they may (`verifiers_summary.csv`)."
@@ -390,7 +390,7 @@ def _optimal_summary(summary) -> dict:
         # lossless verifiers only: a lossy one (typical, or a user's above the bound) can
         # beat alpha* and would make "the best stays below" read as a negative gap
         if (s["draft law"] == "without_replacement" and s["n"] > 2
-                and s.get("lossless by design", True) and not s.get("above bound", False)):
+                and s.get("declared lossless", True) and not s.get("above bound", False)):
             key = (s["draft"], s["T"], s["n"])
             wor[key] = min(wor.get(key, np.inf), s["gap to bound"])
     return {
@@ -476,7 +476,7 @@ def section_lossless(ctx: ReportContext, page) -> None:
         t0 = time.perf_counter()
         r = check_lossless(fn, tr, draft, n=n, sampling=law, rows=rows, trials=trials, seed=0)
         out.append({
-            "verifier": label, "n": n, "draft law": law, "lossless by design": lossless,
+            "verifier": label, "n": n, "draft law": law, "declared lossless": lossless,
             "verdict": "lossy" if r.lossy else "consistent with lossless", "p-value": r.p_value,
             "acceptance": r.acceptance, "bound": r.bound, "above bound": r.exceeds_bound,
             "detectable TV": r.detectable_tv, "seconds": time.perf_counter() - t0,
@@ -486,7 +486,7 @@ def section_lossless(ctx: ReportContext, page) -> None:
         "verifier",
         "n",
         "draft law",
-        "lossless by design",
+        "declared lossless",
         "verdict",
         "p-value",
         "acceptance",
