@@ -258,7 +258,9 @@ def code_fingerprint(verifiers=()) -> str:
     function's compiled code and, when the function is defined outside spectheory, the
     source file it lives in (helpers it calls from there included).  A verifier of your
     own edited and registered again under the same name therefore gets new pieces; the
-    cached rows of the old code are never returned for the new one.  Code the function
+    cached rows of the old code are never returned for the new one.  The record's other
+    fields count too: its closed form (the ``exact`` column) and uniforms function as code,
+    its declarations (``lossless``, draft laws, ``n``) by value.  Code the function
     reaches in other files of yours is not seen: clear the cache after editing it (the
     ``cache_dir`` pieces; ``spectheory cache clear --kind sweeps`` for the command's default
     folder).
@@ -275,8 +277,16 @@ def code_fingerprint(verifiers=()) -> str:
     """
     h = hashlib.sha256(_package_digest().encode())
     for name in verifiers:
+        record = REGISTRY[name]
         h.update(name.encode())
-        _function_digest(REGISTRY[name].function, h)
+        # the rows carry the record's declarations too (the lossless column; the closed
+        # form gives `exact`; the laws and n it takes decide which rows exist)
+        for field in dataclasses.fields(record):
+            value = getattr(record, field.name)
+            if callable(value):
+                _function_digest(value, h)
+            else:
+                h.update(f"{field.name}={value!r}".encode())
     return h.hexdigest()
 
 

@@ -258,11 +258,16 @@ def test_a_verifier_edited_under_the_same_name_is_computed_again(splits, tmp_pat
         counted.calls = 0
         again = sweep(splits[4], grid, seed=SEED, cache_dir=tmp_path)
         assert counted.calls == 0 and canonical(again) == canonical(tables[_speculative])
+        # the same code declared lossy: the rows' lossless column changes, so new pieces
+        stt.register_verifier(stt.verifier(_speculative, name="mine_cached", samplings=("iid",),
+                                           lossless=False), replace=True)  # fmt: skip
+        declared = sweep(splits[4], grid, seed=SEED, cache_dir=tmp_path)
+        assert counted.calls == 4 and not any(r["lossless"] for r in declared)
     finally:
         stt.unregister_verifier("mine_cached")
     assert all(r["mc"] == 1.0 for r in tables[_first_draft])
     assert np.mean([r["mc"] for r in tables[_speculative]]) < 0.9
-    assert len(list(tmp_path.glob("replay-*.json"))) == 8
+    assert len(list(tmp_path.glob("replay-*.json"))) == 12
 
 
 def test_an_interrupted_sweep_loses_nothing(splits, reference, tmp_path, counted):
