@@ -42,6 +42,7 @@ import numpy as np
 import sympy as sp
 from IPython.display import display
 from scipy.integrate import quad
+from scipy.optimize import linprog
 from sympy.solvers.simplex import lpmax, lpmin
 
 import spectheory as st
@@ -172,8 +173,21 @@ dual_constraints = [lhs >= rhs for lhs, rhs in zip(A.T * y_vec, c_vec, strict=Tr
 # The mechanical dual is exactly u(x) + v(y) >= 1[y in x]:
 for (t, y), con in zip(pi, dual_constraints, strict=True):
     assert sp.simplify(con.lhs - (u[t] + v[y])) == 0 and con.rhs == (1 if y in t else 0)
-dual_value, dual_solution = lpmin(dual_objective, dual_constraints)
-assert dual_value == primal_value  # strong duality, exactly
+# This dual has free variables and a line of optima (u -> u + s, v -> v - s, below), on which
+# sympy's simplex can fail ("oscillating system") in an order set by the symbols' hashes: 3 of
+# 60 hash seeds. So HiGHS finds a dual point in floats, and the point, rounded to small
+# fractions, is certified in exact arithmetic: it meets every constraint and its objective
+# equals the primal value, so by weak duality it is optimal.
+A_num = np.array(A.T.tolist(), dtype=float)
+cost = np.array(b.T.tolist()[0], dtype=float)
+needed = np.array(c_vec.tolist(), dtype=float).ravel()
+highs = linprog(cost, A_ub=-A_num, b_ub=-needed, bounds=[(None, None)] * len(y_vec), method="highs")
+dual_solution = {
+    var: R(Fraction(val).limit_denominator(1000)) for var, val in zip(y_vec, highs.x, strict=True)
+}
+assert all(con.subs(dual_solution) for con in dual_constraints)  # exactly feasible
+dual_value = dual_objective.subs(dual_solution)
+assert dual_value == primal_value  # strong duality, exactly  # strong duality, exactly
 print("dual objective:", dual_objective)
 print("optimal dual point (free variables):", dual_solution)
 
@@ -330,8 +344,8 @@ print("phi(s) = s^n, n = 1..8: both exchange inequalities hold coefficient-wise"
 # **Exhaustive check in exact rationals.** On random instances without ties in $p/q$
 # ($V = 3..6$; $n = 2..4$; i.i.d. and without replacement): the minimum over the $V + 1$ prefixes
 # equals the minimum over all $2^V$ sets. For i.i.d. drafts every optimal set also satisfies the
-# sandwich $\max_{i \in H} r_i \le n\,q(H)^{n-1} \le \min_{j \notin H} r_j$ of the proof. Without
-# replacement docs/theory.md §2.4 has no proof; here the lemma is only checked.
+# sandwich $\max_{i \in H} r_i \le n\,q(H)^{n-1} \le \min_{j \notin H} r_j$ of the proof; the
+# proof without replacement follows the check.
 
 
 # %%
@@ -364,6 +378,82 @@ while cases < 36:
             )
     cases += 1
 print(f"{cases} exact instances: an optimal set is a prefix of the p/q order")
+
+# %% [markdown]
+# **Proof without replacement** (docs/theory.md §2.4). $Q$ is no function of $q(H)$ alone, so
+# the convexity of $\varphi$ is replaced by an exchange inequality between two tokens $i \ne j$
+# outside a set $G$:
+#
+# $$(*)\qquad q_i\,[Q(G+i+j) - Q(G+i)] \;\ge\; q_j\,[Q(G+i) - Q(G)].$$
+#
+# With exponential clocks $E_x \sim \mathrm{Exp}(q_x)$ (the drafts are the first $n$ tokens to
+# ring), let $m = \min(E_i, E_j)$ and $C$ the event "fewer than $n$ rings of $G$ before $m$, and
+# the later of $m$ and the $(n-1)$-th ring of $G$ comes before every ring outside $G+i+j$". On
+# $\{i \in S \subseteq G+i\}$ the token $i$ rings before $j$ and $C$ holds; on $C$ with $j$
+# ringing first, $j \in S \subseteq G+i+j$. Which of $i, j$ rings first is independent of $m$
+# and of the other clocks (it is $i$ with probability $q_i/(q_i+q_j)$), and $C$ depends on those
+# alone, so
+#
+# $$\frac{Q(G+i) - Q(G)}{q_i} \;\le\; \frac{P(C)}{q_i + q_j} \;\le\;
+#   \frac{Q(G+i+j) - Q(G+i)}{q_j}.$$
+#
+# $P(C)$ is the gain of adding $i$ and $j$ merged into one token of mass $q_i + q_j$ (when
+# $n < V$). For an optimal $H$, $i \in H$, $j \notin H$: $r_j \ge [Q(H+j) - Q(H)]/q_j \ge
+# [Q(H) - Q(H-i)]/q_i \ge r_i$, with equality throughout when $r_i = r_j$ (then $H + j$ is
+# optimal too), so the largest optimal set is a prefix of every order sorted by $r$, ties
+# broken any way. Checked exactly below: the sandwich against the merged token's gain for every
+# $G, i, j$; and, on instances with many ties in $p/q$, that the largest minimiser over all
+# $2^V$ sets is a prefix of both tie-breaks of the order.
+
+
+# %%
+def merged(q, i, j):
+    """The draft with tokens i and j merged into one (the last) token of mass q_i + q_j."""
+    rest = [x for x in range(len(q)) if x not in (i, j)]
+    return [q[x] for x in rest] + [q[i] + q[j]], {x: k for k, x in enumerate(rest)}
+
+
+rng = np.random.default_rng(12)
+checked = 0
+for _ in range(10):
+    V_ = int(rng.integers(3, 6))
+    n_ = int(rng.integers(1, V_))
+    q_r = random_rational(V_, rng)
+    Q = {H: Q_of(q_r, H, n_, "wor") for H in all_subsets(V_)}
+    for i, j in itertools.permutations(range(V_), 2):
+        q_m, index = merged(q_r, i, j)
+        rho = len(q_m) - 1
+        rest = [x for x in range(V_) if x not in (i, j)]
+        for k in range(len(rest) + 1):
+            for G in map(frozenset, itertools.combinations(rest, k)):
+                gain_i = (Q[G | {i}] - Q[G]) / q_r[i]
+                gain_j = (Q[G | {i, j}] - Q[G | {i}]) / q_r[j]
+                G_m = frozenset(index[x] for x in G)
+                gain_rho = (Q_of(q_m, G_m | {rho}, n_, "wor") - Q_of(q_m, G_m, n_, "wor")) / (
+                    q_r[i] + q_r[j]
+                )
+                assert gain_i <= gain_rho <= gain_j, (q_r, n_, G, i, j)
+                checked += 1
+print(f"{checked} exact (G, i, j) cases: the merged-token sandwich, hence (*), holds")
+
+ties = 0
+while ties < 12:
+    V_ = int(rng.integers(3, 6))
+    n_ = int(rng.integers(2, V_ + 1))
+    q_r = random_rational(V_, rng)
+    ratio = [Fraction(int(rng.integers(0, 3)), 2) for _ in range(V_)]  # few values: ties
+    p_raw = [r * x for r, x in zip(ratio, q_r)]
+    if sum(p_raw) == 0:
+        continue
+    p_r = [x / sum(p_raw) for x in p_raw]
+    values = all_objectives(p_r, q_r, n_, "wor")
+    best = min(values.values())
+    largest = max((H for H, val in values.items() if val == best), key=len)
+    for flip in (False, True):  # ties broken by id, then against it
+        order = sorted(range(V_), key=lambda x: (p_r[x] / q_r[x], -x if flip else x))
+        assert largest == frozenset(order[: len(largest)]), (p_r, q_r, n_)
+    ties += 1
+print(f"{ties} exact instances with ties in p/q: the largest optimal set is a prefix either way")
 
 # %% [markdown]
 # **Beyond enumeration, numerically.** The library's dual solver (a prefix scan, i.e. it

@@ -13,7 +13,8 @@ optimal-transport problem between the law of the draft tuple and ``p``
 
 and an optimal ``H`` is a prefix of the tokens sorted by ``p/q`` ascending
 (the prefix lemma, section 2.4: proved for i.i.d. drafts, where
-:math:`Q(H) = q(H)^n`, verified by enumeration without replacement).
+:math:`Q(H) = q(H)^n` is a convex function of :math:`q(H)`, and without replacement by an
+exchange inequality between two tokens proved with exponential clocks).
 
 Methods of :func:`solve_bound`:
 
