@@ -17,26 +17,53 @@ from numba.extending import intrinsic
 from .._threads import run_parallel
 
 __all__ = [
+    "WOR_BASE_N",
     "WOR_DEAD",
     "WOR_LOW_MASS",
     "WOR_LOW_TERMS",
     "WOR_PER_OCTAVE",
     "WOR_STEP",
     "iid_bucket_min",
+    "wor_per_octave",
     "wor_prefix_min",
     "wor_prepare",
+    "wor_step",
     "wor_t0",
 ]
 
 #: Nodes per octave of the log-time grid of the exponential-clock integral
-#: (docs/theory.md §2.5(c)).  The step ``h = ln 2 / 3`` lets every node's
-#: ``exp(-x t)`` come from the node an octave below by squaring, so each
+#: (docs/theory.md §2.5(c)) for n <= WOR_BASE_N.  The step ``h = ln 2 / 3`` lets every
+#: node's ``exp(-x t)`` come from the node an octave below by squaring, so each
 #: token costs three exponentials instead of one per node.  The integrand is
-#: analytic in a strip of half-width ~pi/2 around the real log-time axis, so
-#: the trapezoidal error decays like exp(-pi^2 / h) ~ 1e-18; measured against
-#: exact enumeration it is below 1e-13 (tests/solvers/test_ot_dual.py).
+#: analytic in a strip around the real log-time axis, and the trapezoidal error
+#: decays like exp(-2 pi d / h) for a strip of half-width d; measured against exact
+#: enumeration it is below 1e-13 (tests/solvers/test_ot_dual.py).
 WOR_PER_OCTAVE = 3
 WOR_STEP = math.log(2.0) / WOR_PER_OCTAVE
+#: Largest n served by WOR_PER_OCTAVE nodes per octave; see :func:`wor_per_octave`.
+WOR_BASE_N = 8
+
+
+def wor_per_octave(n):
+    """Nodes per octave of the log-time grid for ``n`` drafts: 3 up to n = 8, then 3 times
+    ``ceil(sqrt(n / 8))``.
+
+    P(N_H(t) <= n - 1) falls from 1 to 0 over a log-time width of order 1/sqrt(n) (the
+    Poisson-binomial count concentrates), so the strip where the integrand is analytic
+    and small narrows like 1/sqrt(n), and the step must shrink with it to keep the
+    trapezoidal error.  Three nodes per octave gave errors of 1e-11 at n = 13 and 1e-3
+    at n = 133; with this rule the error stays below 1e-12 against exact values up to
+    n = 512 (tests/solvers/test_wor_large_n.py).  A multiple of 3 keeps the octave
+    squaring of :func:`_octave_powers`.
+    """
+    return WOR_PER_OCTAVE * max(1, math.ceil(math.sqrt(n / WOR_BASE_N)))
+
+
+def wor_step(n):
+    """The log-time step ``ln 2 / wor_per_octave(n)``."""
+    return math.log(2.0) / wor_per_octave(n)
+
+
 #: A grid node whose P(N_H(t) <= n-1) falls below this is dropped: it can only
 #: decrease as H grows, and its weight in any later integral is below this.
 WOR_DEAD = 1e-18
@@ -53,10 +80,11 @@ def wor_t0(n):
 
     Below ``t0`` the integrand ``lam e^{-lam t} P(N_H(t) <= n-1)`` is replaced
     by ``lam e^{-lam t}``; the difference integrates to at most
-    ``int_0^t0 P(N_H(t) >= n) dt <= t0^(n+1) / (n+1)!``.
+    ``int_0^t0 P(N_H(t) >= n) dt <= t0^(n+1) / (n+1)!``.  In logarithms (lgamma):
+    (n + 1)! overflows a float from n = 170.
     """
-    bound = (WOR_LOW_MASS * math.factorial(n + 1)) ** (1.0 / (n + 1))
-    return 2.0 ** math.floor(math.log2(min(bound, 1.0)))
+    log_bound = (math.log(WOR_LOW_MASS) + math.lgamma(n + 2)) / (n + 1)
+    return 2.0 ** math.floor(min(log_bound / math.log(2.0), 0.0))
 
 
 #: Buckets per octave of p/q in the sort-free i.i.d. scan, and the lowest octave
@@ -289,7 +317,10 @@ def _octave_powers(x, t, out_a, out_y, count):
     (never subnormal) values; from there ``y -> y (2 - y)`` keeps the
     relative error.
     """
+    # The grid's nodes per octave, read off its ratio (a multiple of 3, wor_per_octave).
     k = WOR_PER_OCTAVE
+    if count > 1:
+        k = round(math.log(2.0) / math.log(t[1] / t[0]))
     g0 = 0
     while g0 < count:
         z = x * t[g0]

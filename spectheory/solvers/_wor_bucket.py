@@ -62,12 +62,12 @@ from numba import njit, prange
 
 from .._threads import run_parallel
 from ._bound_kernels import (
-    WOR_STEP,
     _low_coefficients,
     _octave_powers,
     _pow_complement,
     _prune,
     _q_integral,
+    wor_step,
 )
 
 __all__ = ["WOR_CUT_MARGIN", "WOR_PER_OCTAVE_BUCKETS", "wor_bucket_min"]
@@ -489,7 +489,7 @@ def _scan_chunk_tokens(k, pend_c, pend_slot, pend_g, pend_sup, pend_P, snaps, fr
 
 
 @njit(cache=True)
-def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
+def _wor_bucket_row(p, q, n, t0, h, snapshots, cert, stats):
     V = p.shape[0]
     per = WOR_PER_OCTAVE_BUCKETS
     emin = WOR_MIN_EXPONENT
@@ -565,7 +565,6 @@ def _wor_bucket_row(p, q, n, t0, snapshots, cert, stats):
     scale = 1.0
     if lam_lo < 1e-290:  # 50 / lam_lo would overflow: rescale masses by 2^200 (exact)
         scale = 2.0**200
-    h = WOR_STEP
     u0 = math.log(t0)
     G = math.ceil((math.log(50.0) - math.log(lam_lo) - u0) / h) + 1
     t = np.empty(G)
@@ -727,18 +726,18 @@ def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, 
 
 
 @njit(cache=True, parallel=True)
-def _wor_bucket_parallel(p, q, n, t0, snapshots, best, cert, stats):
+def _wor_bucket_parallel(p, q, n, t0, h, snapshots, best, cert, stats):
     for b in prange(p.shape[0]):
-        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, h, snapshots, cert[b], stats[b])
 
 
 @njit(cache=True)
-def _wor_bucket_serial(p, q, n, t0, snapshots, best, cert, stats):
+def _wor_bucket_serial(p, q, n, t0, h, snapshots, best, cert, stats):
     for b in range(p.shape[0]):
-        best[b] = _wor_bucket_row(p[b], q[b], n, t0, snapshots, cert[b], stats[b])
+        best[b] = _wor_bucket_row(p[b], q[b], n, t0, h, snapshots, cert[b], stats[b])
 
 
-def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
+def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS, h=None):
     """min over ratio-order prefixes of ``p(H) - Q_wor(H)``, without sorting the vocabulary.
 
     Rows run in parallel where :func:`.._threads.run_parallel` says so (the
@@ -753,6 +752,9 @@ def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     snapshots : int >= 1
         Size of each pool of saved states (a smaller pool only scans pending
         buckets earlier; the tests use 1 to exercise that path).
+    h : float, optional
+        Log-time step, ``ln 2`` over a multiple of 3 (default
+        :func:`._bound_kernels.wor_step` of ``n``).
 
     Returns
     -------
@@ -765,5 +767,6 @@ def wor_bucket_min(p, q, n, t0, snapshots=WOR_SNAPSHOTS):
     cert = np.zeros((B, V), dtype=np.bool_)
     stats = np.zeros((B, 4), dtype=np.int64)
     kernel = _wor_bucket_parallel if run_parallel(p.size, B) else _wor_bucket_serial
-    kernel(p, q, n, t0, snapshots, best, cert, stats)
+    h = wor_step(n) if h is None else float(h)
+    kernel(p, q, n, t0, h, snapshots, best, cert, stats)
     return best, cert, stats

@@ -162,7 +162,7 @@ def _wor_grid(lam_suffix, n):
     -------
     t : float64 (B, G), padded with inf; h : float; scale : float64 (B,)
     """
-    h = _k.WOR_STEP
+    h = _k.wor_step(n)
     u0 = math.log(_k.wor_t0(n))
     pos = np.where(lam_suffix > 0, lam_suffix, np.inf).min(axis=1)
     pos = np.where(np.isfinite(pos), pos, 1.0)

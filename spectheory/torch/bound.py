@@ -47,7 +47,8 @@ Draft laws:
 
     :math:`N_H(t)` the number of tokens of ``H`` whose clock has rung by
     ``t`` (Poisson-binomial).  The integral is a trapezoidal sum in
-    :math:`\log t` at 3 nodes per octave after rescaling the rates (the value
+    :math:`\log t` at ``wor_per_octave(n)`` nodes per octave (3 up to n = 8, more
+    beyond, as in the numpy solver) after rescaling the rates (the value
     is invariant under a common scale), all rows at once.  Nodes where
     :math:`P(N_H(t) \ge n) < 10^{-17}` cost nothing; at the others the law
     of :math:`N_H(t)` truncated at ``n - 1`` is the product of an explicit
@@ -77,13 +78,12 @@ import torch
 from .._errors import InstanceTooLargeError, InvalidParameterError, ShapeMismatchError
 from .._validate import check_choice, check_positive_int
 from ..drafting import SAMPLINGS
+from ..solvers._bound_kernels import wor_per_octave
 from ..solvers.ot_dual import MAX_DRAFTS
 from ._checks import check_device, check_probabilities
 
 __all__ = ["bound", "wor_outside_probability"]
 
-#: Nodes per octave of the log-time grid (the numpy solver uses the same).
-_PER_OCTAVE = 3
 #: Grid ends after rescaling the rates so that the larger of the outside mass
 #: and the n-th largest rate in H is 1: below _T_LOW the integrand is taken as
 #: lam e^{-lam t} (neglected mass <= lam * _T_LOW <= 1e-16); above _T_HIGH it is
@@ -350,12 +350,14 @@ def wor_outside_probability(q, in_H, n):
     rs = torch.gather(qH / scale[:, None], 1, torch.argsort(qH.detach(), dim=1, descending=True))
     lb = lam / scale
     octaves = math.log2(_T_HIGH / _T_LOW)
-    G = math.ceil(octaves * _PER_OCTAVE) + 1
-    h = math.log(2.0) / _PER_OCTAVE
+    # nodes per octave as in the numpy solver: more for large n, whose integrand is steeper
+    G = math.ceil(octaves * wor_per_octave(n)) + 1
+    h = math.log(2.0) / wor_per_octave(n)
     t = _T_LOW * torch.exp(h * torch.arange(G, dtype=q.dtype, device=q.device))
     # below t0, P(N_H(t) >= n) <= (t R)^n / n! < 1e-17 (R the row's total rate)
     R = rs.detach().sum(dim=1)
-    t0 = (1e-17 * math.factorial(n)) ** (1.0 / n) / torch.clamp(R, min=1e-300)
+    # in logarithms: n! overflows a float from n = 171
+    t0 = math.exp((math.log(1e-17) + math.lgamma(n + 1)) / n) / torch.clamp(R, min=1e-300)
     first = int(torch.searchsorted(t, t0.amin()).clamp(max=G))
     # the tail: rates with k r t <= _TAIL_U (k < n) at every node enter through moments
     tail = None
@@ -396,8 +398,8 @@ def _wor_outside_tree(q, in_H, n):
         scale = torch.maximum(lam[b].detach(), nth)
         r, lb = rates / scale, lam[b] / scale
         octaves = math.log2(_T_HIGH / _T_LOW)
-        G = math.ceil(octaves * _PER_OCTAVE) + 1
-        h = math.log(2.0) / _PER_OCTAVE
+        G = math.ceil(octaves * wor_per_octave(n)) + 1
+        h = math.log(2.0) / wor_per_octave(n)
         t = _T_LOW * torch.exp(h * torch.arange(G, dtype=q.dtype, device=q.device))
         total = 1.0 - torch.exp(-lb * _T_LOW)  # [0, T_LOW]: P(N <= n-1) taken as 1
         acc = []

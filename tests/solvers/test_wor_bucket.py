@@ -417,7 +417,7 @@ def test_bucket_floor_is_below_every_ratio_of_its_bucket():
 def test_serial_and_parallel_wor_kernels_agree_exactly():
     # wor_bucket_min runs rows serially or in parallel (spectheory._threads.run_parallel):
     # both loops call the same row kernel, so the results are equal.
-    from spectheory.solvers._bound_kernels import wor_t0
+    from spectheory.solvers._bound_kernels import wor_step, wor_t0
 
     rng = np.random.default_rng(9)
     for kind in ("softmax", "ties", "peaked"):
@@ -427,7 +427,8 @@ def test_serial_and_parallel_wor_kernels_agree_exactly():
             for kernel in (_wor_bucket._wor_bucket_serial, _wor_bucket._wor_bucket_parallel):
                 best, cert = np.zeros(4), np.zeros((4, 3000), dtype=bool)
                 stats = np.zeros((4, 4), dtype=np.int64)
-                kernel(p, q, n, wor_t0(n), _wor_bucket.WOR_SNAPSHOTS, best, cert, stats)
+                kernel(p, q, n, wor_t0(n), wor_step(n), _wor_bucket.WOR_SNAPSHOTS, best, cert,
+                       stats)
                 outs.append((best, cert, stats))
             for a, b in zip(*outs, strict=True):
                 np.testing.assert_array_equal(a, b)
