@@ -529,8 +529,11 @@ class OptimalGammaResult(SolverResult):
         (``inf`` where :math:`S` increases without bound: ``c = 0`` or
         ``alpha = 1`` with ``c < 1``); ``None`` for position-dependent input.
     capped : bool or bool ndarray
-        True where :math:`S` still increases at ``gamma_max`` (or at ``K``):
-        ``gamma`` is then the cap, not the optimum.
+        True where the optimum lies beyond the cap: for :func:`optimal_gamma`, where
+        :math:`S(\\gamma_{\\max} + 1) > S(\\gamma_{\\max})` (the marginal test at the
+        cap, the same for every method); for :func:`optimal_gamma_positional`, where
+        :math:`S` still rises into ``K`` (nothing is known beyond it).  ``gamma`` is
+        then the cap, not the optimum.
     method : str
         The ``method=`` argument.
     status : str
@@ -740,7 +743,14 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
     # each take for a maximum at a different gamma.
     free = cc == 0
     gamma = np.where(free, np.where(a > 0, gamma_max, 0), gamma).astype(np.int64)
-    capped = np.where(free, a > 0, capped)
+    # Capped means the optimum lies beyond gamma_max: one more draft would still gain, by
+    # the marginal test at gamma_max itself.  Each method's own flag looked at other
+    # things (never reaching the test, S rising into the cap, the continuous optimum past
+    # it) and called a maximum exactly at gamma_max capped for two methods of three.
+    rising = a ** (gamma_max + 1.0) * (gamma_max * cc + 1.0) > cc * _tau(a, gamma_max) * (
+        1.0 + TIE_RTOL
+    )
+    capped = np.where(free, a > 0, (gamma == gamma_max) & rising)
     tau = _tau(a, gamma)
     S = tau / (gamma * cc + 1.0)
     cont = _gamma_cont(a, cc)

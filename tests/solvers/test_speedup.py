@@ -353,3 +353,25 @@ def test_capped_and_degenerate():
 def test_bad_inputs(call, match):
     with pytest.raises(InvalidParameterError, match=match):
         call()
+
+
+def test_capped_means_the_optimum_lies_beyond_the_cap_for_every_method():
+    """Capped iff S(gamma_max + 1) > S(gamma_max), exact in Fractions, for all three methods.
+
+    (0.8, 0.05) has its optimum at 8: with gamma_max = 8 it is no cap (two methods called it
+    capped before), with gamma_max = 7 it is."""
+    from fractions import Fraction as F
+
+    def S(a, c, g):
+        return sum(a**j for j in range(g + 1)) / (g * c + 1)
+
+    cases = [(F(4, 5), F(1, 20), 8), (F(4, 5), F(1, 20), 7), (F(9, 10), F(1, 100), 5),
+             (F(1, 2), F(1, 10), 1), (F(95, 100), F(1, 50), 30), (F(3, 10), F(1, 5), 2)]
+    for a, c, gmax in cases:
+        beyond = S(a, c, gmax + 1) > S(a, c, gmax)
+        best = max(range(gmax + 1), key=lambda g: (S(a, c, g), -g))
+        for method in ("marginal", "lambertw", "enumerate"):
+            r = sp.optimal_gamma(float(a), float(c), gamma_max=gmax, method=method)
+            assert r.gamma == best, (a, c, gmax, method)
+            assert bool(r.capped) == beyond, (a, c, gmax, method)
+            assert (r.status == "capped") == beyond
