@@ -28,7 +28,13 @@ past.  Tests (statistics from :mod:`spectheory.sim._stats`):
   outputs one of its drafts with probability at most :math:`\beta_t`, the
   optimal acceptance of the row's draft law (``sampling``), so
   :math:`D = \sum_t (h_t - \beta_t)` over the rows with drafts is a
-  supermartingale and Azuma-Hoeffding bounds :math:`P(D \ge s)`.
+  supermartingale and Azuma-Hoeffding bounds :math:`P(D \ge s)`.  Greedy
+  drafts fix the top ``n - 1`` of :math:`q_t`, and where :math:`q_t` ties at
+  that cut the engine may break the tie its own way, with another bound:
+  :math:`\beta_t` is the bound of the fixed set the drafts show, or where
+  they fit several, the largest of those bounds (never below the engine's
+  own, so a lossless engine is not called lossy; spectheory's lowest-id
+  order could be).
 
 The verdict is "lossy" on an impossible output or draft, or when the
 Bonferroni-combined p-value of the other tests is at most ``alpha``: a
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import math
 import os
+from itertools import combinations
 
 import numpy as np
 from scipy import stats
@@ -101,7 +108,9 @@ def _bound(p, q, d, sampling, first):
 
     One draft: :math:`\sum_x \min(p, q)`; more: :func:`spectheory.bound`,
     solved once per distinct (target, draft) pair (``first[t]`` is the
-    first row of row ``t``'s pair).
+    first row of row ``t``'s pair).  Greedy rows whose ``q`` ties at the
+    top-``(n - 1)`` cut take the bound of the fixed set the engine used
+    (:func:`_greedy_tied_bounds`), not of spectheory's tie order.
     """
     n_t = (d >= 0).sum(axis=1)
     beta = np.full(p.shape[0], np.nan)
@@ -115,7 +124,66 @@ def _bound(p, q, d, sampling, first):
             uniq, inv = np.unique(first[rows], return_inverse=True)
             val = np.atleast_1d(solve_bound(p[uniq], q[uniq], int(n), sampling).value)
             beta[rows] = val[inv]
+            if sampling == "greedy":
+                _greedy_tied_bounds(p, q, d, rows, uniq, inv, int(n), first, beta)
     return beta
+
+
+def _greedy_fixed_value(p, q, inT):
+    r"""Greedy optimal acceptance of rows ``p``, ``q`` (M, V) with the fixed set given, ``inT``.
+
+    The closed form of :func:`spectheory.solvers.ot_dual.greedy_value`
+    (docs/theory.md §2.6), :math:`p(T) + \sum_{i \notin T} \min(p_i, \tilde q_i)`,
+    which picks ``T`` itself (ties to the lowest id); ``q_tilde`` is normalised
+    by the rest's own sum as there.
+    """
+    rest = np.where(inT, 0.0, q)
+    qt = rest / rest.sum(axis=1)[:, None]
+    return np.where(inT, p, 0.0).sum(axis=1) + np.where(inT, 0.0, np.minimum(p, qt)).sum(axis=1)
+
+
+def _greedy_tied_bounds(p, q, d, rows, uniq, inv, n, first, beta):
+    r"""Overwrite ``beta`` on the greedy ``rows`` (``n`` drafts) whose ``q`` ties at the cut.
+
+    A tie in ``q`` at the ``(n - 1)``-th largest value leaves the engine free to
+    fix any of the tied tokens (:func:`_check_draft_law` accepts every tie
+    order), and the bound depends on which: spectheory's order (lowest id)
+    can be below a lossless engine's acceptance.  The fixed set ``T`` is read
+    from the drafts: every drafted token above the cut, and the drafted tied
+    ones when exactly ``n - 1`` are drafted in all; when the sampled draft is
+    tied too, the drafts fit several fixed sets and the row takes the largest
+    of their bounds.  Either way ``beta_t`` is at least the bound
+    :math:`\beta(T_t)` of the fixed set the engine used, chosen before its
+    sampled draft and its output, so :math:`D` is at most
+    :math:`\sum_t (h_t - \beta(T_t))`, a supermartingale with the same
+    Azuma-Hoeffding tail: the test stays valid and the lossless engine whose
+    tie order differs from spectheory's is not flagged by it.
+    """
+    k = n - 1
+    qu = q[uniq]
+    thr_u = np.partition(qu, qu.shape[1] - k, axis=1)[:, qu.shape[1] - k]  # k-th largest
+    tied_u = np.count_nonzero(qu >= thr_u[:, None], axis=1) > k
+    sel = tied_u[inv]
+    if not sel.any():
+        return
+    cands = {}  # row -> its possible fixed sets
+    for r, thr in zip(rows[sel], thr_u[inv][sel]):
+        drafted = [int(x) for x in d[r] if x >= 0]
+        above = [x for x in drafted if q[r, x] > thr]
+        at = sorted(x for x in drafted if q[r, x] == thr)
+        cands[r] = [tuple(sorted(above + list(c))) for c in combinations(at, k - len(above))]
+    keys = sorted({(int(first[r]), T) for r, Ts in cands.items() for T in Ts})
+    value = {}
+    chunk = max(1, (1 << 22) // p.shape[1])  # bounded memory at large V
+    for i in range(0, len(keys), chunk):
+        part = keys[i : i + chunk]
+        src = np.array([f for f, _ in part])
+        inT = np.zeros((len(part), p.shape[1]), dtype=bool)
+        for j, (_, T) in enumerate(part):
+            inT[j, list(T)] = True
+        value.update(zip(part, _greedy_fixed_value(p[src], q[src], inT)))
+    for r, Ts in cands.items():
+        beta[r] = max(value[int(first[r]), T] for T in Ts)
 
 
 def _check_draft_law(q, d, sampling, alpha):
@@ -199,9 +267,11 @@ def check_lossless_from_samples(
     round : array_like of int (N,), optional
         Verification round of each row (used by the acceptance metrics only).
     sampling : {"iid", "without_replacement", "greedy"}
-        Law of the drafts, for the acceptance bound; drafts it cannot
-        produce (a repeat without replacement, greedy drafts that miss the
-        top ``n - 1`` of ``q``) raise :class:`~spectheory.InvalidParameterError`,
+        Law of the drafts, for the acceptance bound (greedy with a tie in
+        ``q`` at the top-``(n - 1)`` cut: the bound of the fixed set the
+        row's drafts show, or the largest over the sets they fit); drafts
+        it cannot produce (a repeat without replacement, greedy drafts that
+        miss the top ``n - 1`` of ``q``) raise :class:`~spectheory.InvalidParameterError`,
         and so does a log without any repeated draft under ``"iid"`` when
         i.i.d. drafts would have repeated one with probability at least
         ``1 - alpha`` (an engine that drafts without replacement, audited

@@ -37,9 +37,10 @@ least :math:`\sqrt{\lambda_{99}/(4N)}`, with :math:`\lambda_{99}` the
 noncentrality at which :math:`G` exceeds the bound's threshold with
 probability 0.99 (reported as ``detectable_tv``).  At the default 20,000
 trials and a row level of ``1e-6`` this is 0.037 for 10 bins, 0.063 for 100
-and 0.14 for 1,000; a one-row check at ``alpha = 1e-6`` gives its row test
-``alpha / 3`` (three tests) and reports 0.038, 0.064 and 0.14 (biases on the
-likely tokens are caught sooner, by the test's coarser partitions).
+and 0.14 for 1,000; a one-row check of one draft law at ``alpha = 1e-6``
+gives its row test ``alpha / 3`` (three tests) and reports 0.038, 0.064 and
+0.14 (each further law checked splits ``alpha`` again; biases on the likely
+tokens are caught sooner, by the test's coarser partitions).
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ class LosslessReport:
 
         Examples
         --------
-        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=2000)
+        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], sampling="iid", trials=2000)
         >>> row = r.table_row()
         >>> row["source"], row["verdict"], row["samples"]
         ('simulated', 'consistent with lossless', 2000)
@@ -198,7 +199,7 @@ class LosslessReport:
 
         Examples
         --------
-        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=2000)
+        >>> r = check_lossless("sd", [0.5, 0.5], [0.9, 0.1], sampling="iid", trials=2000)
         >>> print(r.summary().splitlines()[0])
         sd (simulated, sampling=iid, 2000 samples): consistent with lossless
         """
@@ -269,10 +270,11 @@ def check_lossless(
         Number of drafts.
     sampling : {"iid", "without_replacement", "greedy"}, optional
         Law the drafts are drawn from.  Default: every law the verifier
-        claims for ``n`` drafts (one law when ``n = 1``, where they all draw
-        one token from ``q``), each at false-alarm rate ``alpha / laws``
-        (Bonferroni); the report is the most significant law's, with every
-        law's report in ``by_law``.
+        claims for ``n`` drafts, at ``n = 1`` too (every law then draws one
+        token from ``q``, but a verifier receives ``sampling`` and may branch
+        on it), each at false-alarm rate ``alpha / laws`` (Bonferroni); the
+        report is the most significant law's, with every law's report in
+        ``by_law``.
     trials : int
         Trials per row.
     rng : int, numpy.random.Generator, SeedSequence or None
@@ -304,8 +306,9 @@ def check_lossless(
     """
     n = check_positive_int(n, "n")
     trials = check_positive_int(trials, "trials")
+    # Every claimed law, at n = 1 too: all draw the one draft from q, but the verifier
+    # receives ``sampling`` and may branch on it (docs: a check must not pass one law alone).
     v, laws = laws_to_check(verifier, n, sampling)
-    laws = laws[:1] if n == 1 else laws  # one draft: every law draws it from q
     first = laws[0]
     gen = _rng(rng, seed)
     if not (isinstance(alpha, float) and 0 < alpha < 1):

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from spectheory import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
+from spectheory import bound as stt_bound
 from spectheory.sim.audit import check_lossless_from_samples as audit
 from spectheory.sim.log_metrics import acceptance_table, write_csv
 from spectheory.sim.samplelog import as_sample_log, load_log, save_log
@@ -295,3 +296,72 @@ def test_distinct_drafts_refute_the_default_iid_law():
     dw = np.array([rng.choice(1000, size=3, replace=False) for _ in range(N)])
     yw = np.array([rng.choice(1000, p=row) for row in pw])
     audit(pw, wide, dw, yw)  # (1 - 1e-3)^300 = 0.74: nothing to refute
+
+
+def _tied_greedy_log(fixed, lossy, N=2000, seed=0):
+    """Two greedy drafts with q(0) = q(1): the engine fixes token ``fixed``, samples the other.
+
+    p = (0, 0.9, 0.1), q = (0.4, 0.4, 0.2).  Fixing token 1 the engine is lossless with
+    acceptance 1 (x = 0: output 1; x = 2: output 1 w.p. 0.7, else 2).  ``lossy``: it fixes
+    ``fixed`` and always outputs the sampled draft, accepting everything.
+    """
+    p, q = np.array([0.0, 0.9, 0.1]), np.array([0.4, 0.4, 0.2])
+    rng = np.random.default_rng(seed)
+    other = [t for t in range(3) if t != fixed]  # the sampled draft's support
+    rest = q[other] / q[other].sum()
+    d = np.empty((N, 2), dtype=np.int64)
+    y = np.empty(N, dtype=np.int64)
+    for t in range(N):
+        x = other[int(rng.random() >= rest[0])]
+        d[t] = (fixed, x)
+        y[t] = x if lossy else (1 if x == 0 else (1 if rng.random() < 0.7 else 2))
+    return np.tile(p, (N, 1)), np.tile(q, (N, 1)), d, y
+
+
+def test_greedy_bound_follows_the_engines_tie_order():
+    """A tie in q broken towards token 1 is a lossless greedy law whose bound (1.0) exceeds
+    spectheory's tie order's (0.7667, token 0 fixed): the audit said "lossy: acceptance 1.0000
+    exceeds the optimal bound 0.7667".  The drafts show the fixed token where the sampled one
+    is not tied (x = 2); where it is (drafts {0, 1}) the largest bound of the two orders."""
+    r = audit(*_tied_greedy_log(fixed=1, lossy=False), sampling="greedy")
+    assert not r.lossy and not r.exceeds_bound, r.verdict
+    assert r.acceptance == 1.0 and r.bound == pytest.approx(1.0)
+
+
+def test_greedy_over_acceptance_with_ties_is_still_flagged():
+    """Engine fixing token 0 (spectheory's order) and accepting every draft: lossy.
+
+    Rows with x = 2 show token 0 fixed (bound 0.7667); rows with drafts {0, 1} could be
+    either order (bound max(0.7667, 1) = 1).  The mean bound stays below the acceptance 1.
+    """
+    p, q, d, y = _tied_greedy_log(fixed=0, lossy=True)
+    r = audit(p, q, d, y, sampling="greedy")
+    assert r.lossy and r.exceeds_bound and "exceeds the optimal bound" in r.verdict
+    low = float(np.round(stt_bound(p[0], q[0], n=2, sampling="greedy"), 12))
+    assert low == pytest.approx(0.7 + 0.2 / 3)  # token 0 fixed: min(0.9, 2/3) + min(0.1, 1/3)
+    ambiguous = np.mean(d[:, 1] == 1)
+    assert r.bound == pytest.approx(ambiguous + (1 - ambiguous) * low)
+
+
+def test_greedy_bound_with_a_fixed_set_given():
+    """The bound with the fixed set read from the drafts, n = 3: three tokens tied at the cut.
+
+    q = (0.3, 0.3, 0.3, 0.1): two of tokens 0-2 are fixed, and the bound is 0.9 when token 0
+    (p = 0.85) is not, else 1.  Drafts {1, 2, 3} show T = {1, 2}: 0.9, below spectheory's
+    order (T = {0, 1}); drafts {0, 1, 2} could have any two fixed: the largest, 1.  Each bound
+    is spectheory's (lowest ids fixed) on the tokens relabelled so that T comes first.
+    """
+    from spectheory.sim.audit import _bound
+
+    p = np.tile([0.85, 0.05, 0.05, 0.05], (3, 1))
+    q = np.tile([0.3, 0.3, 0.3, 0.1], (3, 1))
+    d = np.array([[1, 2, 3], [2, 3, 1], [1, 0, 2]])
+
+    def with_fixed(T):
+        perm = [*T, *(t for t in range(4) if t not in T)]
+        return stt_bound(p[0][perm], q[0][perm], n=3, sampling="greedy")
+
+    beta = _bound(p, q, d, "greedy", np.zeros(3, dtype=np.int64))
+    assert with_fixed([1, 2]) == pytest.approx(0.9) and with_fixed([0, 2]) == pytest.approx(1)
+    assert stt_bound(p[0], q[0], n=3, sampling="greedy") == pytest.approx(1)  # T = {0, 1}
+    np.testing.assert_allclose(beta, [0.9, 0.9, 1.0], rtol=1e-12)

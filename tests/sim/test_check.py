@@ -79,9 +79,9 @@ def test_pooled_pit_catches_one_sided_temperature_with_few_trials_per_row():
         t = p ** (1 / 1.3)
         return rng.choice(p.size, p=t / t.sum())
 
-    bad = stt.check_lossless(hot_target, p, q, trials=40, seed=6)
+    bad = stt.check_lossless(hot_target, p, q, sampling="iid", trials=40, seed=6)
     assert bad.lossy and bad.tests["pit"] < 1e-6
-    good = stt.check_lossless(sampler_match, p, q, trials=40, seed=6)
+    good = stt.check_lossless(sampler_match, p, q, sampling="iid", trials=40, seed=6)
     assert not good.lossy
 
 
@@ -124,9 +124,13 @@ CAL_Q = stt.softmax(np.random.default_rng(12).standard_normal((8, 3)))
 
 @pytest.fixture(scope="module")
 def calibration_runs():
-    """200 checks of a lossless verifier at alpha = 0.05, shared by the calibration tests."""
+    """200 checks of a lossless verifier at alpha = 0.05, shared by the calibration tests.
+
+    One draft law (``sampling="iid"``): the calibration of one law's tests.
+    """
     return [
-        stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s, alpha=0.05) for s in range(200)
+        stt.check_lossless("sd", CAL_P, CAL_Q, sampling="iid", trials=300, rng=s, alpha=0.05)
+        for s in range(200)
     ]
 
 
@@ -164,14 +168,14 @@ def test_verdict_is_bonferroni_at_exactly_alpha():
     same samples: alpha does not enter the random stream).
     """
     for s in range(5):
-        r = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s, alpha=0.05)
+        r = stt.check_lossless("sd", CAL_P, CAL_Q, sampling="iid", trials=300, rng=s, alpha=0.05)
         m = len(r.tests)
         assert m == 8 + 2 and {"pit", "bound"} <= r.tests.keys()
         assert r.p_value == pytest.approx(min(1.0, m * min(r.tests.values())), rel=1e-12)
         if r.p_value < 1.0:
-            above = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s,
+            above = stt.check_lossless("sd", CAL_P, CAL_Q, sampling="iid", trials=300, rng=s,
                                        alpha=min(0.999, r.p_value * 1.001))  # fmt: skip
-            below = stt.check_lossless("sd", CAL_P, CAL_Q, trials=300, rng=s,
+            below = stt.check_lossless("sd", CAL_P, CAL_Q, sampling="iid", trials=300, rng=s,
                                        alpha=r.p_value * 0.999)  # fmt: skip
             assert above.lossy and not below.lossy
             assert above.p_value == below.p_value == r.p_value
@@ -239,10 +243,55 @@ def test_default_checks_every_claimed_law():
     assert not one.lossy and one.sampling == "iid" and one.by_law == {}
 
 
-def test_default_law_at_one_draft_is_checked_once():
-    """At n = 1 every law draws one token from q: one check, not three."""
-    r = stt.check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=500)
-    assert r.sampling == "iid" and r.by_law == {} and r.samples == 500
+def greedy_aware_sd(p, q, drafts, coins, *, sampling="iid"):
+    """SD that takes its one greedy draft for q's argmax and accepts it outright: lossy there."""
+    x = drafts[0]
+    if sampling == "greedy":
+        return x
+    if coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    rest = np.maximum(p - q, 0 * p[0])
+    return coins.categorical(rest / rest.sum())
+
+
+def test_default_checks_every_claimed_law_at_one_draft():
+    """At n = 1 too, every law is checked: a verifier receives ``sampling`` and may branch on it.
+
+    Every law draws one draft from q at n = 1, so the check tested the first law only, and
+    passed ``greedy_aware_sd`` (exact law [0.6, 0.3, 0.1] under greedy, target [0.3, 0.4, 0.3]).
+    """
+    r = stt.check_lossless(greedy_aware_sd, P, Q, n=1, trials=3000, rng=0)
+    assert r.lossy and r.sampling == "greedy" and "(sampling='greedy')" in r.verdict
+    assert list(r.by_law) == ["iid", "without_replacement", "greedy"]
+    assert not r.by_law["iid"].lossy and not r.by_law["without_replacement"].lossy
+    # the Bonferroni split over laws is the same as for n > 1: alpha / 3 each
+    assert all(x.alpha == pytest.approx(1e-6 / 3) for x in r.by_law.values())
+    assert r.p_value == pytest.approx(min(1.0, 3 * min(x.p_value for x in r.by_law.values())))
+    ok = stt.check_lossless("sd", [0.5, 0.5], [0.9, 0.1], trials=500)
+    assert not ok.lossy and list(ok.by_law) == ["iid", "without_replacement", "greedy"]
+    assert ok.samples == 3 * 500
+    one = stt.check_lossless("sd", [0.5, 0.5], [0.9, 0.1], sampling="iid", trials=500)
+    assert one.sampling == "iid" and one.by_law == {} and one.samples == 500
+
+
+def test_cli_checks_every_claimed_law_at_one_draft(tmp_path, monkeypatch, capsys):
+    """``spectheory check module:function --n 1`` flags the law-dependent verifier (exit 3)."""
+    import inspect
+    import sys
+
+    from spectheory.cli import ExitCode, main
+
+    (tmp_path / "lawdep_check_test.py").write_text(
+        "import numpy as np\n\n\n" + inspect.getsource(greedy_aware_sd)
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "lawdep_check_test", raising=False)
+    argv = ["check", "lawdep_check_test:greedy_aware_sd", "--n", "1", "--target", "0.3,0.4,0.3",
+            "--draft", "0.6,0.3,0.1", "--trials", "2000"]  # fmt: skip
+    assert main(argv) == ExitCode.CHECK_FAILED
+    out = capsys.readouterr().out
+    assert "(sampling='greedy')" in out and "iid and without_replacement and greedy" in out
+    assert main([*argv, "--sampling", "iid"]) == ExitCode.OK
 
 
 def test_default_laws_need_distinct_draft_support():

@@ -33,7 +33,7 @@ Q_ROWS = RNG.dirichlet(np.ones(V), size=B)
 
 
 def _simulated():
-    return stt.check_lossless("sd", P_ROWS[:3], Q_ROWS[:3], trials=3000, seed=1)
+    return stt.check_lossless("sd", P_ROWS[:3], Q_ROWS[:3], sampling="iid", trials=3000, seed=1)
 
 
 def _sd_samples():
