@@ -37,7 +37,7 @@ import numpy as np
 from .._errors import InstanceTooLargeError, InvalidParameterError, SpecTheoryError, VerifierError
 from ..coins import NotDeterministicError, enumerate_outcomes
 from ..drafting import greedy_split
-from ..verifiers._api import check_instance
+from ..verifiers._api import check_instance, read_only, verifier_raised
 from ._tuples import ordered_draft_law
 
 __all__ = ["MAX_CALLS", "acceptance", "exact_row", "output_distribution"]
@@ -170,19 +170,18 @@ def _closed_value(v, acc):
 def _enumerate(function, p, q, drafts, sampling, budget):
     """Conditional law of ``y`` given ``drafts``, and the runs it took (at most ``budget``)."""
     runs = 0
+    rp, rq = read_only(p), read_only(q)  # every run (coin path) sees the same rows
 
     def run(coins):
         nonlocal runs
         runs += 1
         try:
-            y = function(p, q, drafts, coins, sampling=sampling)
+            y = function(rp, rq, drafts, coins, sampling=sampling)
         except SpecTheoryError:
             raise
         except Exception as exc:  # the user's bug, reported as such (chained)
-            raise VerifierError(
-                f"verifier {getattr(function, '__name__', function)!r} raised "
-                f"{type(exc).__name__}: {exc} (drafts {drafts})"
-            ) from exc
+            name = getattr(function, "__name__", function)
+            raise verifier_raised(name, exc, f" (drafts {drafts})") from exc
         if isinstance(y, bool) or not isinstance(y, int | np.integer) or not 0 <= y < p.shape[0]:
             raise InvalidParameterError(
                 f"verifier {getattr(function, '__name__', function)!r} returned {y!r} for drafts "

@@ -6,7 +6,8 @@ verifier with
 
 * ``bound``: the optimal acceptance :math:`\alpha^*` (:func:`spectheory.bound`);
 * ``exact``: the verifier's closed-form acceptance (docs/theory.md §3.0) where one
-  exists for that draft law, else empty;
+  exists for that draft law, else empty (a value outside [0, 1] raises
+  :class:`~spectheory.VerifierError`, as in :func:`spectheory.acceptance`);
 * ``mc``, ``mc_low``, ``mc_high``: the Monte Carlo membership acceptance over
   ``trials`` trials (:func:`spectheory.simulate`) and its 95% Wilson interval;
 * ``chi2_p``: Pearson's chi-square p-value of the outputs against the target
@@ -50,6 +51,7 @@ from .._errors import InvalidParameterError
 from .._validate import check_positive_int, integer_vector
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
+from ..exact._law import _closed_value
 from ..solvers.ot_dual import solve_bound
 from ..verifiers._registry import Verifier, as_verifier, builtin_names
 from . import _kernels
@@ -258,9 +260,13 @@ def config_rows(
             streams = [
                 np.random.default_rng([seed, *words[v.name], start + int(i)]) for i in loc
             ]
-            tokens, accepted, pu = _simulate_rows(v, p, q, n, sampling, T, streams)
             cf = v.closed_form_for(sampling)
             cf = getattr(cf, "row", cf)  # built-in closed forms: skip the input checks
+            # checked as spectheory.acceptance checks it: a user's closed form outside
+            # [0, 1] is a bug named as such, never written into the `exact` column
+            exact = [float(_closed_value(v, cf(p[b], q[b], n, sampling))) if cf else float("nan")
+                     for b in range(loc.size)]  # fmt: skip
+            tokens, accepted, pu = _simulate_rows(v, p, q, n, sampling, T, streams)
             for b, i in enumerate(loc):
                 k = int(accepted[b].sum())
                 lo, hi = _wilson(k, T)
@@ -279,7 +285,7 @@ def config_rows(
                         "verifier": v.name,
                         "lossless": bool(v.lossless),
                         "bound": float(bounds[b]),
-                        "exact": float(cf(p[b], q[b], n, sampling)) if cf else float("nan"),
+                        "exact": exact[b],
                         "mc": k / T,
                         "mc_low": lo,
                         "mc_high": hi,

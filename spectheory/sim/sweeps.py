@@ -44,10 +44,12 @@ With ``cache_dir``, every finished task writes its rows atomically to
 ``cache_dir/<kind>-<key>.json`` (JSON with a SHA-256 of its content), keyed
 by the SHA-256 of its shard file, the configuration, the verifiers, the
 trials, the seed and the code that computes the rows (:func:`code_fingerprint`:
-the spectheory sources, and each verifier's own function and the source file
-it is defined in), so a piece computed by other code (an edited verifier of
-yours registered under the same name, another version of the package) is
-computed again rather than read.  A later sweep reads the pieces that are there (a
+the spectheory sources, and each verifier's function with the state it
+depends on: code, source file, closure, defaults, the globals it reads and the
+functions of yours it calls, a callable object's attributes), so a piece
+computed by other code (an edited verifier of yours, or one built with other
+parameters, registered under the same name; another version of the package)
+is computed again rather than read.  A later sweep reads the pieces that are there (a
 corrupted piece is recomputed) and runs only the others, so an interrupted
 sweep resumes where it stopped and nothing is computed twice.  A task that
 raises is retried up to ``retries`` times in place; a task lost with its
@@ -87,10 +89,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
 import logging
-import marshal
 import math
 import os
 import sys
@@ -107,6 +107,7 @@ from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..solvers.ot_dual import solve_bound
 from ..verifiers import REGISTRY
+from ._state_digest import StateDigest
 from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, check_grid_has_work, config_rows
 
 __all__ = [
@@ -228,42 +229,29 @@ def _package_digest() -> str:
     return h.hexdigest()
 
 
-def _function_digest(fn, h) -> None:
-    """Feed ``fn``'s compiled code (and a partial's arguments) and, for a function defined
-    outside spectheory, its source file into ``h``."""
-    target = getattr(fn, "func", fn)  # functools.partial
-    if target is not fn:
-        h.update(repr((fn.args, sorted(fn.keywords.items()))).encode())
-    code = getattr(target, "__code__", None)
-    if code is None and callable(target):  # an instance with __call__
-        code = getattr(type(target).__call__, "__code__", None)
-    if code is not None:
-        h.update(marshal.dumps(code))  # bytecode, constants and names, nested code included
-    else:
-        h.update(repr(target).encode())
-    try:
-        source = inspect.getsourcefile(target)
-    except TypeError:
-        source = None
-    package = Path(__file__).resolve().parents[1]
-    if source and Path(source).is_file() and package not in Path(source).resolve().parents:
-        h.update(Path(source).read_bytes())  # helpers the function calls live there too
-
-
 def code_fingerprint(verifiers=()) -> str:
-    """A digest of the code that computes a sweep's rows: part of every cached piece's key.
+    """A digest of the code and state that compute a sweep's rows: part of every piece's key.
 
     It holds the SHA-256 of the spectheory sources (so another version, or an edited
-    kernel, computes its pieces again) and, for each registered verifier name, its
-    function's compiled code and, when the function is defined outside spectheory, the
-    source file it lives in (helpers it calls from there included).  A verifier of your
-    own edited and registered again under the same name therefore gets new pieces; the
-    cached rows of the old code are never returned for the new one.  The record's other
-    fields count too: its closed form (the ``exact`` column) and uniforms function as code,
-    its declarations (``lossless``, draft laws, ``n``) by value.  Code the function
-    reaches in other files of yours is not seen: clear the cache after editing it (the
-    ``cache_dir`` pieces; ``spectheory cache clear --kind sweeps`` for the command's default
-    folder).
+    kernel, computes its pieces again) and, for each registered verifier name, a digest of
+    everything its function's behaviour depends on
+    (:class:`spectheory.sim._state_digest.StateDigest`): its compiled code and source file,
+    its closure cells, default arguments, the module globals it reads, the functions and
+    classes of yours it reaches through them (recursively), a callable object's attributes,
+    a :func:`functools.partial`'s arguments (numpy arrays by dtype, shape and bytes).  A
+    verifier of your own edited, or built again with other parameters (a factory's
+    closure, another default, a changed global constant, another object) and registered
+    under the same name therefore gets new pieces; the cached rows of the old one are never
+    returned for the new one.  The record's other fields count too: its closed form (the
+    ``exact`` column) and uniforms function as code, its declarations (``lossless``, draft
+    laws, ``n``) by value.
+
+    A value it reaches that has no deterministic digest (pickle refuses it: a lock, an open
+    file, a generator) makes the fingerprint unique to this call: the sweep recomputes its
+    pieces, and a warning names the value.  Not seen: attributes read through a module
+    (``mymodule.THRESHOLD``; the module counts by name) and the globals of installed
+    packages' functions; clear the cache after changing those (the ``cache_dir`` pieces;
+    ``spectheory cache clear --kind sweeps`` for the command's default folder).
 
     Parameters
     ----------
@@ -276,6 +264,7 @@ def code_fingerprint(verifiers=()) -> str:
         Hex digest.
     """
     h = hashlib.sha256(_package_digest().encode())
+    state = StateDigest()
     for name in verifiers:
         record = REGISTRY[name]
         h.update(name.encode())
@@ -284,9 +273,17 @@ def code_fingerprint(verifiers=()) -> str:
         for field in dataclasses.fields(record):
             value = getattr(record, field.name)
             if callable(value):
-                _function_digest(value, h)
+                where = f"verifier {name!r}, {field.name}"
+                h.update(f"{field.name}:{state.digest(value, where)}".encode())
             else:
                 h.update(f"{field.name}={value!r}".encode())
+    if state.opaque:
+        _log.warning(
+            "verifiers %s reach values with no deterministic digest (%s): their sweep "
+            "pieces are computed again on every sweep",
+            list(verifiers),
+            "; ".join(state.opaque),
+        )
     return h.hexdigest()
 
 

@@ -143,6 +143,36 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
     return out if batched else int(out[0])
 
 
+def read_only(a):
+    """A read-only view of the array ``a`` (anything else as is).
+
+    The rows passed to a verifier are shared by every trial (and every enumerated coin
+    path): one that modified them in place (``q[x] = 0; q /= q.sum()``) corrupted the
+    later trials, which failed far away or, worse, returned plausible numbers.  A view
+    costs no copy, and numpy refuses the write at the verifier's own line.
+    """
+    if not isinstance(a, np.ndarray):
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
+def verifier_raised(name, exc, where="") -> VerifierError:
+    """The :class:`VerifierError` for a verifier ``name`` that raised ``exc`` (not chained).
+
+    A write to its read-only inputs (:func:`read_only`) is named as such: the verifier
+    must copy ``p`` and ``q`` before modifying them.
+    """
+    hint = ""
+    if isinstance(exc, ValueError) and "read-only" in str(exc):
+        hint = (
+            "; a verifier must not modify its inputs p and q in place (they are shared "
+            "by every trial): work on a copy, e.g. q = q.copy()"
+        )
+    return VerifierError(f"verifier {name!r} raised {type(exc).__name__}: {exc}{where}{hint}")
+
+
 def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
     """One run of a verifier record by its protocol; the output checked to be a token of the row.
 
@@ -171,18 +201,18 @@ def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
     """
     try:
         if v.protocol == "coins":
-            y = v.function(p, q, tuple(int(x) for x in drafts), randomness, sampling=sampling)
+            y = v.function(read_only(p), read_only(q), tuple(int(x) for x in drafts),
+                           randomness, sampling=sampling)  # fmt: skip
         else:
-            y = v.function(np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64),
+            y = v.function(read_only(np.asarray(p, dtype=np.float64)),
+                           read_only(np.asarray(q, dtype=np.float64)),
                            np.array(drafts, dtype=np.int64), randomness)  # fmt: skip
     except SpecTheoryError:
         raise
     except Exception as exc:
         where = f" on row {row}" if row is not None else ""
-        raise VerifierError(
-            f"verifier {v.name!r} raised {type(exc).__name__}: {exc}{where} "
-            f"(drafts {tuple(int(x) for x in drafts)})"
-        ) from exc
+        where += f" (drafts {tuple(int(x) for x in drafts)})"
+        raise verifier_raised(v.name, exc, where) from exc
     return check_token(y, p.shape[0], v.name, row)
 
 

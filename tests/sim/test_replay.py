@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from spectheory._errors import InvalidParameterError
+from spectheory._errors import InvalidParameterError, VerifierError
 from spectheory.lm.shards import shard_trace
 from spectheory.sim.replay import COLUMNS, replay
 from spectheory.sim.sweeps import SweepGrid, sweep
@@ -154,6 +154,46 @@ def test_registered_user_verifier_in_a_sweep(trace, tmp_path):
         assert {r["mc"] for r in swept} == {1.0}
     finally:
         unregister_verifier("first_draft")
+
+
+def _sd(p, q, drafts, coins, *, sampling="iid"):
+    x = drafts[0]
+    if coins.bernoulli(min(1, p[x] / q[x])):
+        return x
+    rest = np.maximum(p - q, 0 * p[0])
+    return coins.categorical(rest / rest.sum())
+
+
+def _overlap_times_5(p, q, n, sampling):
+    """A wrong closed form of SD: five times its acceptance, above 1 on most rows."""
+    return float(np.minimum(p, q).sum() * 5)
+
+
+def test_a_closed_form_outside_0_1_is_refused_everywhere(trace, tmp_path, monkeypatch):
+    """replay (and so sweep) wrote a user's closed form into the `exact` column unchecked
+    (1.28 on a real trace) where spectheory.acceptance refuses it naming the verifier: all
+    three now raise the same error."""
+    import spectheory as stt
+    from spectheory.exact import _law
+
+    record = Verifier("bad_closed_form", _sd, samplings=("iid",), n_values=(1,),
+                      closed_form=_overlap_times_5, closed_form_samplings=("iid",))  # fmt: skip
+    match = (r"the closed form of verifier 'bad_closed_form' returned \S+, not an acceptance "
+             r"probability in \[0, 1\]")  # fmt: skip
+    kw = {"ns": (1,), "samplings": ("iid",), "trials": 5}
+    with pytest.raises(VerifierError, match=match):
+        replay(trace, verifiers=(record,), **kw)
+    register_verifier(record)
+    try:
+        grid = SweepGrid(verifiers=("bad_closed_form",), **kw)
+        with pytest.raises(VerifierError, match=match):
+            sweep(shard_trace(trace, tmp_path / "s", 10**7), grid, retries=0)
+    finally:
+        unregister_verifier("bad_closed_form")
+    monkeypatch.setattr(_law, "MAX_CALLS", 0)  # too large to enumerate: the closed form
+    p, q = np.array([0.3, 0.4, 0.3]), np.array([0.6, 0.3, 0.1])
+    with pytest.raises(VerifierError, match=match):
+        stt.acceptance(record, p, q, n=1, sampling="iid")
 
 
 def test_a_grid_with_nothing_to_replay_is_refused(trace, tmp_path):
