@@ -106,7 +106,7 @@ from .._validate import check_positive_int
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
 from ..solvers.ot_dual import solve_bound
-from ..verifiers import REGISTRY
+from ..verifiers import REGISTRY, as_verifier
 from ._state_digest import StateDigest
 from .replay import COLUMNS, REPLAY_VERIFIERS, _applicable, check_grid_has_work, config_rows
 
@@ -166,10 +166,11 @@ class SweepGrid:
     samplings : tuple of str
         Draft laws, among :data:`spectheory.drafting.SAMPLINGS`.
     verifiers : tuple of str
-        Registered names (:data:`spectheory.verifiers.REGISTRY`); default every
-        built-in verifier with a numba kernel
+        Registered names (:data:`spectheory.verifiers.REGISTRY`) or
+        ``"package.module:function"`` specs (imported by every process that runs tasks);
+        default every built-in verifier with a numba kernel
         (:data:`spectheory.sim.replay.REPLAY_VERIFIERS`).  Others run in Python,
-        slower.  A user verifier must be registered
+        slower.  A user verifier given by name must be registered
         (:func:`spectheory.register_verifier`) in every process that runs tasks.
     trials : int
         Monte Carlo trials per position, configuration and verifier.
@@ -205,12 +206,16 @@ class SweepGrid:
             raise InvalidParameterError(f"samplings must be among {SAMPLINGS}; got {bad}")
         object.__setattr__(self, "samplings", samplings)
         verifiers = _tuple(self.verifiers, "verifiers")
-        bad = [v for v in verifiers if not isinstance(v, str) or v not in REGISTRY]
+        bad = [v for v in verifiers
+               if not isinstance(v, str) or (v not in REGISTRY and ":" not in v)]
         if bad:
             raise InvalidParameterError(
                 f"verifiers must be registered names ({', '.join(REGISTRY)}; add yours with "
-                f"spectheory.register_verifier); got {bad}"
+                f"spectheory.register_verifier) or 'package.module:function'; got {bad}"
             )
+        for v in verifiers:  # an import error now, not in a worker
+            if v not in REGISTRY:
+                as_verifier(v)
         object.__setattr__(self, "verifiers", verifiers)
         object.__setattr__(self, "trials", check_positive_int(self.trials, "trials"))
 
@@ -266,7 +271,7 @@ def code_fingerprint(verifiers=()) -> str:
     h = hashlib.sha256(_package_digest().encode())
     state = StateDigest()
     for name in verifiers:
-        record = REGISTRY[name]
+        record = as_verifier(name)
         h.update(name.encode())
         # the rows carry the record's declarations too (the lossless column; the closed
         # form gives `exact`; the laws and n it takes decide which rows exist)
@@ -350,7 +355,7 @@ def _replay_rows(task: _Task, trace) -> list[dict]:
     :func:`~spectheory.sim.replay.replay` runs on a trace in memory.
     """
     (n,), (sampling,) = task.ns, task.samplings
-    records = [REGISTRY[v] for v in task.verifiers if _applicable(v, n, sampling)]
+    records = [as_verifier(v) for v in task.verifiers if _applicable(v, n, sampling)]
     if not records:
         return []
     return config_rows(

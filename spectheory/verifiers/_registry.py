@@ -34,6 +34,7 @@ Two protocols (:data:`PROTOCOLS`):
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -457,9 +458,11 @@ def as_verifier(verifier, *, protocol: str | None = None) -> Verifier:
     if isinstance(verifier, str):
         if verifier in REGISTRY:
             return REGISTRY[verifier]
+        if ":" in verifier:
+            return _imported(verifier, protocol)
         raise InvalidParameterError(
-            f"verifier must be a Verifier, a function or one of {', '.join(map(repr, REGISTRY))}; "
-            f"got {verifier!r}"
+            f"verifier must be a Verifier, a function, 'package.module:function' or one of "
+            f"{', '.join(map(repr, REGISTRY))}; got {verifier!r}"
         )
     if callable(verifier):
         found = protocol or _protocol_of(verifier)
@@ -476,6 +479,39 @@ def as_verifier(verifier, *, protocol: str | None = None) -> Verifier:
         f"verifier must be a Verifier, a function or one of {', '.join(map(repr, REGISTRY))}; "
         f"got {verifier!r}"
     )
+
+
+def _imported(spec, protocol=None) -> Verifier:
+    """The verifier ``"package.module:attr"`` names (a function or a :class:`Verifier`).
+
+    The current folder is importable, as with ``python -m``, so a file of one's own
+    next to the command works; a function is named by ``spec`` itself in tables (two
+    functions of one name in two modules stay apart).  Every process that resolves the
+    spec imports it again, so the workers of a sweep cluster find it too.
+    """
+    import importlib
+    import os
+    import sys
+
+    module, _, attr = spec.partition(":")
+    cwd = os.getcwd()
+    added = cwd not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InvalidParameterError(f"verifier {spec!r} cannot be imported: {exc}") from None
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+    if isinstance(obj, Verifier):
+        return as_verifier(obj, protocol=protocol)
+    if not callable(obj):
+        raise InvalidParameterError(
+            f"verifier {spec!r} is not a function or a Verifier; got {type(obj).__name__}"
+        )
+    return dataclasses.replace(as_verifier(obj, protocol=protocol), name=spec)
 
 
 def get_verifier(verifier) -> Verifier:
