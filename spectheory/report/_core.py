@@ -33,7 +33,10 @@ def resolve_verifier(spec):
 
     ``spec`` is a registry name, ``"package.module:attr"`` (a function on
     either protocol, or a ``Verifier`` record; the current folder is importable,
-    as with ``python -m``), or already a record or function.
+    as with ``python -m``), or already a record or function.  An imported
+    function is named by its attribute in the report (``yours: my_sd``), as
+    before; :func:`~spectheory.verifiers.as_verifier` names it by the whole spec
+    for replay and sweep, whose rows are looked up by the names given.
 
     Raises
     ------
@@ -41,10 +44,15 @@ def resolve_verifier(spec):
         A module or attribute that cannot be imported, or an object that is
         not a verifier.
     """
+    import dataclasses
+
     from ..verifiers import as_verifier
 
     # registry names, records, functions and "package.module:attr" (imported there)
-    return as_verifier(spec)
+    record = as_verifier(spec)
+    if isinstance(spec, str) and ":" in spec and record.name == spec:  # an imported function
+        record = dataclasses.replace(record, name=spec.partition(":")[2])
+    return record
 
 
 @dataclass

@@ -93,7 +93,8 @@ def _location(obj) -> str:
     ``<locals>`` function, a module of one's own)."""
     name = getattr(obj, "__module__", None)
     module = sys.modules.get(name) if isinstance(name, str) else None
-    if module is None or name == "__main__":
+    run_as_script = name == "__main__"  # a script's functions are the user's
+    if module is None or run_as_script:
         return "user"
     target = module
     for part in getattr(obj, "__qualname__", "<locals>").split("."):

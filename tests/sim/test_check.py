@@ -111,7 +111,8 @@ def test_bad_arguments():
     with pytest.raises(stt.InvalidParameterError, match=r"trials must be >= 1"):
         stt.check_lossless("rrs", P, Q, trials=0)
     with pytest.raises(
-        stt.InvalidParameterError, match=r"verifier must be a Verifier, a function or one of"
+        stt.InvalidParameterError,
+        match=r"verifier must be a Verifier, a function, 'package.module:function' or one of",
     ):
         stt.check_lossless("magic", P, Q)
 
