@@ -63,7 +63,7 @@ from scipy import stats
 from .._errors import InvalidParameterError
 from .._validate import check_choice, check_positive_int, check_rng
 from ..drafting import SAMPLINGS
-from ..solvers.ot_dual import solve_bound
+from ..solvers.ot_dual import greedy_value, solve_bound
 from . import _stats
 from .check import LosslessReport
 from .samplelog import SampleLog, as_sample_log, load_log
@@ -129,19 +129,6 @@ def _bound(p, q, d, sampling, first):
     return beta
 
 
-def _greedy_fixed_value(p, q, inT):
-    r"""Greedy optimal acceptance of rows ``p``, ``q`` (M, V) with the fixed set given, ``inT``.
-
-    The closed form of :func:`spectheory.solvers.ot_dual.greedy_value`
-    (docs/theory.md §2.6), :math:`p(T) + \sum_{i \notin T} \min(p_i, \tilde q_i)`,
-    which picks ``T`` itself (ties to the lowest id); ``q_tilde`` is normalised
-    by the rest's own sum as there.
-    """
-    rest = np.where(inT, 0.0, q)
-    qt = rest / rest.sum(axis=1)[:, None]
-    return np.where(inT, p, 0.0).sum(axis=1) + np.where(inT, 0.0, np.minimum(p, qt)).sum(axis=1)
-
-
 def _greedy_tied_bounds(p, q, d, rows, uniq, inv, n, first, beta):
     r"""Overwrite ``beta`` on the greedy ``rows`` (``n`` drafts) whose ``q`` ties at the cut.
 
@@ -181,7 +168,7 @@ def _greedy_tied_bounds(p, q, d, rows, uniq, inv, n, first, beta):
         inT = np.zeros((len(part), p.shape[1]), dtype=bool)
         for j, (_, T) in enumerate(part):
             inT[j, list(T)] = True
-        value.update(zip(part, _greedy_fixed_value(p[src], q[src], inT)))
+        value.update(zip(part, greedy_value(p[src], q[src], n, fixed=inT)[0]))
     for r, Ts in cands.items():
         beta[r] = max(value[int(first[r]), T] for T in Ts)
 

@@ -221,22 +221,26 @@ def _wor_reference(p, q, n):
     return 1.0 + best, cert, "prefix scan with exponential-clock Q(H), absolute error < 1e-12"
 
 
-def greedy_value(p, q, n):
+def greedy_value(p, q, n, fixed=None):
     """Closed form for the greedy law, batched: value (B,) and certificate (B, V).
 
     :math:`\\alpha^* = p(T) + \\sum_{i \\notin T} \\min(p_i, \\tilde q_i)`
     (docs/theory.md §2.6), with ``T`` the top ``n - 1`` draft tokens (ties to the
-    lowest id).  The certificate is ``T`` plus the tokens with
-    :math:`p_i < \\tilde q_i`.
+    lowest id), or ``fixed`` (bool (B, V)) where a caller knows which tied tokens
+    an engine fixed (the audit of :mod:`spectheory.sim.audit`).  The certificate
+    is ``T`` plus the tokens with :math:`p_i < \\tilde q_i`.
     """
     B, V = p.shape
-    inT = np.zeros((B, V), dtype=bool)
-    work = q.copy()
-    rows = np.arange(B)
-    for _ in range(n - 1):
-        top = np.argmax(work, axis=1)  # first maximum: lowest id on ties
-        inT[rows, top] = True
-        work[rows, top] = -1.0
+    if fixed is not None:
+        inT = np.asarray(fixed, dtype=bool)
+    else:
+        inT = np.zeros((B, V), dtype=bool)
+        work = q.copy()
+        rows = np.arange(B)
+        for _ in range(n - 1):
+            top = np.argmax(work, axis=1)  # first maximum: lowest id on ties
+            inT[rows, top] = True
+            work[rows, top] = -1.0
     # Normalise the rest by its own sum, not 1 - q(T): at low temperature 1 - q(T)
     # rounds to 0 while the rest still has (tiny) positive mass.
     rest = np.where(inT, 0.0, q)
