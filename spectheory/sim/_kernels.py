@@ -695,10 +695,10 @@ def run_verifier(name, p, q, drafts, u, sampling="iid"):
     if name == "optimal":
         if sampling == "greedy" or n == 1:
             return run_verifier("greedy" if sampling == "greedy" else "sd", p, q, drafts, u)
-        from ._optimal_kernel import run_optimal
+        from ._optimal_kernel import run_optimal_checked
 
         if sampling != "without_replacement":
-            return run_optimal(p, q, drafts, u)
+            return run_optimal_checked(p, q, drafts, u)
         name = "pair_scores"  # two drafts without replacement: the reference's delegation
     if name == "pair_scores":
         from ._pair_scores_kernel import run_pair_scores

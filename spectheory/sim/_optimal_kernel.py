@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._errors import InvalidParameterError
+from .._errors import InvalidParameterError, ShapeMismatchError
+from .._validate import as_distribution_pair
 from ..solvers._polymatroid_kernels import _chord, row_tables
 from ..solvers.polymatroid import plan_row
 from ._coin_kernels import _search as _coin_search
@@ -150,8 +151,78 @@ def plan_tables(p, q, n):
     }  # fmt: skip
 
 
+# --------------------------------------------------------------------------- input checks
+
+
+def _checked(p, q, drafts, u, batched):
+    """The public entry points' input checks (numba indexes without bounds checks, so a draft
+    id outside ``[0, V)``, a short ``u`` or an unnormalised row would give a token silently).
+
+    Rows as everywhere (:func:`spectheory._validate.as_distribution_pair`); ``drafts`` of
+    integers in ``[0, V)``, at least two per trial (one draft is speculative sampling, on two
+    uniforms: ``optimal`` delegates it to ``sd``), each of positive draft probability;
+    ``u`` of ``OPTIMAL_UNIFORMS`` (or more) uniforms in ``[0, 1)`` per trial.
+    """
+    p, q, was_batched = as_distribution_pair(p, q, copy=False)
+    if was_batched != batched:
+        want = "(B, V)" if batched else "(V,)"
+        raise ShapeMismatchError(f"target and draft must have shape {want}; got {p.shape}")
+    drafts = np.asarray(drafts)
+    want = 3 if batched else 1
+    if drafts.ndim != want or drafts.dtype.kind not in "iu":
+        shape = "(B, T, n)" if batched else "(n,)"
+        raise InvalidParameterError(
+            f"drafts must be an integer array of shape {shape}; got dtype {drafts.dtype} and "
+            f"shape {drafts.shape}"
+        )
+    drafts = drafts.astype(np.int64).reshape((1, 1, -1) if not batched else drafts.shape)
+    B, T, n = drafts.shape
+    if B != p.shape[0]:
+        raise ShapeMismatchError(f"drafts has {B} rows and target has {p.shape[0]}")
+    if n < 2:
+        raise InvalidParameterError(
+            f"drafts must hold n >= 2 i.i.d. drafts per trial; got n={n} (one draft is "
+            "speculative sampling on two uniforms: spectheory.verify('optimal', ...) and the "
+            "simulator delegate it to 'sd')"
+        )
+    V = p.shape[1]
+    outside = (drafts < 0) | (drafts >= V)
+    if outside.any():
+        at = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise InvalidParameterError(f"drafts{list(at[-1:] if not batched else at)} = "
+                                    f"{int(drafts[at])} is outside [0, {V})")
+    zero = np.take_along_axis(q, drafts.reshape(B, -1), axis=1) <= 0
+    if zero.any():
+        b, k = (int(i) for i in np.argwhere(zero)[0])
+        raise InvalidParameterError(
+            f"drafts holds token {int(drafts.reshape(B, -1)[b, k])}, which the draft gives "
+            f"probability 0{f' (row {b})' if batched else ''}: i.i.d. drafts are drawn from it"
+        )
+    u = np.asarray(u, dtype=np.float64)
+    shape = (B, T) if batched else ()
+    if u.shape[:-1] != shape or u.ndim != len(shape) + 1 or u.shape[-1] < OPTIMAL_UNIFORMS:
+        want = "(B, T, 3)" if batched else "(3,)"
+        raise ShapeMismatchError(f"u must have shape {want} for drafts of shape "
+                                 f"{(B, T, n) if batched else (n,)}; got {u.shape}")
+    bad = ~((u >= 0) & (u < 1))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = idx if batched else idx[0]
+        raise InvalidParameterError(f"u[{where}] = {float(u[idx])!r} is not in [0, 1)")
+    return p, q, drafts, np.ascontiguousarray(u)
+
+
 def run_optimal(p, q, drafts, u):
-    """Tokens (B, T) of ``optimal`` for i.i.d. drafts (B, T, n), ``n >= 2``, uniforms (B, T, 3)."""
+    """Tokens (B, T) of ``optimal`` for i.i.d. drafts (B, T, n), ``n >= 2``, uniforms (B, T, 3).
+
+    Inputs are checked (:func:`_checked`): a bad one raises, naming the argument and value.
+    """
+    p, q, drafts, u = _checked(p, q, drafts, u, batched=True)
+    return run_optimal_checked(p, q, drafts, u)
+
+
+def run_optimal_checked(p, q, drafts, u):
+    """:func:`run_optimal` on inputs the caller has checked (the simulator's path)."""
     p = np.ascontiguousarray(p, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64)
     B, T, n = drafts.shape
@@ -269,14 +340,18 @@ def optimal_token(p, q, drafts, u):
     Returns
     -------
     int
+
+    Raises
+    ------
+    InvalidParameterError, ShapeMismatchError
+        Rows that are not distributions, drafts outside ``[0, V)`` or of draft
+        probability 0, fewer than two drafts, or uniforms of another shape or outside
+        ``[0, 1)`` (:func:`_checked`).
     """
-    p = np.ascontiguousarray(p, dtype=np.float64)
-    q = np.ascontiguousarray(q, dtype=np.float64)
-    drafts = np.asarray(drafts, dtype=np.int64)
+    p, q, drafts, u = _checked(p, q, drafts, u, batched=False)
+    p, q, drafts, u = p[0], q[0], drafts[0, 0], u
     n = drafts.shape[0]
     order, nT, R, g, y, pos = row_tables(p, q, n)
-    if (pos[drafts] < 0).any():
-        raise InvalidParameterError("drafts contains a token the draft gives probability 0")
     x = int(_select_fast(order, nT, pos, g, R, n, drafts, float(u[0])))
     prob = min(1.0, p[x] / y[x]) if y[x] > 0 else 0.0
     if u[1] < prob:

@@ -338,13 +338,14 @@ def test_one_position_path_rejects_where_rounding_leaves_no_residual_mass():
 
 
 def test_kernel_rejects_when_no_draft_has_positive_probability():
-    """Unvalidated input (the bare kernel): drafts that all have ``q = 0`` select nothing, so
-    the trial rejects and draws the residual with ``u[2]``, as the coins reference does.
+    """Unvalidated input (the bare kernel; the public ``run_optimal`` refuses such drafts):
+    drafts that all have ``q = 0`` select nothing, so the trial rejects and draws the
+    residual with ``u[2]``, as the coins reference does.
 
     Kills, in ``sim/_optimal_kernel._trial``: the no-selection branch returning the first
     draft (a token of ``q = 0``) instead of the residual draw.
     """
-    from spectheory.sim._optimal_kernel import run_optimal
+    from spectheory.sim._optimal_kernel import run_optimal_checked
     from spectheory.verifiers.optimal import optimal
 
     p = np.array([1, 3, 6, 0]) / 10  # token 3: q = 0 and p = 0, so no residual mass either
@@ -352,7 +353,7 @@ def test_kernel_rejects_when_no_draft_has_positive_probability():
     cases = [((3, 3), (u0, u1, u2)) for u0 in EDGES for u1 in EDGES for u2 in (0.0, 0.3, 0.9)]
     drafts = np.array([[d for d, _ in cases]], dtype=np.int64)
     u = np.array([[ut for _, ut in cases]])
-    kernel = run_optimal(p[None], q[None], drafts, u)[0]
+    kernel = run_optimal_checked(p[None], q[None], drafts, u)[0]
     for t, (d, ut) in enumerate(cases):
         want = optimal(p, q, d, ReplayCoins(ut))
         assert want != 3 and kernel[t] == want, (d, ut)
