@@ -49,6 +49,17 @@ def add_parser(subparsers):
     return a
 
 
+def _json_safe(x):
+    """NaN (no rows with drafts, no depth reached) as null: ``json.dumps`` writes NaN, not JSON."""
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, float) and x != x:
+        return None
+    return x
+
+
 def run(args) -> int:
     from ..sim.audit import check_lossless_from_samples
     from ..sim.log_metrics import acceptance_table, write_csv
@@ -61,11 +72,11 @@ def run(args) -> int:
     if args.csv:
         write_csv(table, args.csv)
     if args.json:
-        print(json.dumps({
+        print(json.dumps(_json_safe({
             "file": args.file, "lossy": r.lossy, "verdict": r.verdict, "p_value": r.p_value,
             "alpha": r.alpha, "rows": r.rows, "tests": r.tests,
             "suspicious": list(r.suspicious), "acceptance": table,
-        }, indent=2))  # fmt: skip
+        }), indent=2, allow_nan=False))  # fmt: skip
     else:
         print(f"{args.file}: {r.rows} rows, vocabulary {log.vocab}")
         print(f"verdict: {r.verdict} (false-alarm rate {r.alpha:g})")

@@ -200,8 +200,8 @@ def _check_draft_law(q, d, sampling, alpha):
                 f"the drafts contradict sampling='iid': none of the {int(several.sum())} rows "
                 f"with several drafts repeats a draft, which i.i.d. drafts from the logged "
                 f"draft distributions do with probability at most {math.exp(log_p):.2e}; pass "
-                "sampling='without_replacement' (or 'greedy') for an engine that drafts "
-                "distinct tokens"
+                "sampling='without_replacement' (or 'greedy'; on the command line "
+                "--sampling without_replacement) for an engine that drafts distinct tokens"
             )
         return
     for r in range(d.shape[0]):
@@ -275,8 +275,10 @@ def check_lossless_from_samples(
     Returns
     -------
     LosslessReport
-        With ``source="logged"``; ``tests`` holds ``"pit"``, ``"pit_ks"``,
-        ``"bound"`` and ``"position i"`` (first row of each tested group);
+        With ``source="logged"``; ``tests`` holds ``"pit"`` and ``"pit_ks"`` (the
+        pooled PIT in the order of decreasing p/q), ``"pit_p"`` (the same in the order
+        of decreasing p), ``"bound"`` and ``"position i"`` (first row of each tested
+        group);
         ``suspicious`` lists up to ``top`` dicts with keys ``row`` (the
         first row of the position), ``repeats`` (its rows), ``test``,
         ``p_value``, ``adjusted_p_value``, most suspicious first;
@@ -317,6 +319,11 @@ def check_lossless_from_samples(
     tests = {"pit": pit.pvalue}
     if u.size >= 10:
         tests["pit_ks"] = float(stats.kstest(u, "uniform").pvalue)
+    # The same PIT in the order of decreasing p: a target processed otherwise than
+    # logged (temperature, top-k, top-p on one side) moves mass between likely and
+    # unlikely tokens, a shift the p/q order spreads evenly over [0, 1).
+    u_p = _stats.randomised_pit(p, y, gen)
+    tests["pit_p"] = _stats.uniformity_gof(u_p[~np.isnan(u_p)]).pvalue
 
     # per position: repeated (target, draft) pairs
     group_tests = []

@@ -4,6 +4,10 @@ For every trace position and every combination of draft model, temperature,
 number of drafts ``n`` and draft law, the tidy table holds one row per
 verifier with
 
+* ``lossless``: the verifier's *declared* flag (:class:`~spectheory.Verifier`),
+  not a result: True for a function of yours unless declared otherwise
+  (``@verifier(lossless=False)``); the outputs' evidence is ``chi2_p``,
+  ``impossible`` and ``pit_mean``, verdicts come from :func:`spectheory.check_lossless`;
 * ``bound``: the optimal acceptance :math:`\alpha^*` (:func:`spectheory.bound`);
 * ``exact``: the verifier's closed-form acceptance (docs/theory.md §3.0) where one
   exists for that draft law, else empty (a value outside [0, 1] raises

@@ -134,6 +134,13 @@ def as_sample_log(target, draft, drafts, outputs, round=None) -> SampleLog:
             f"drafts row {r} slot {j} holds token {int(d[r, j])}, outside [0, {V}) "
             f"(-1 marks an empty slot)"
         )
+    gap = np.argwhere((d[:, :-1] < 0) & (d[:, 1:] >= 0))  # padding only at the end
+    if gap.size:
+        r, j = (int(v) for v in gap[0])
+        raise InvalidParameterError(
+            f"drafts row {r} has the padding -1 in slot {j} before the draft {int(d[r, j + 1])} "
+            f"in slot {j + 1}; -1 pads only the end of a row (drafts in draw order)"
+        )
     rd = None
     if round is not None:
         rd = _int_array(round, "round")
@@ -176,16 +183,31 @@ def _check_json_row(obj, path, i):
         row = obj[key]
         if not isinstance(row, list) or not all(_is_number(x) for x in row):
             raise InvalidParameterError(f"{path} line {i}: {key} must be a list of numbers")
-    bad = [x for x in obj["drafts"] if not _is_id(x)]
+    bad = [x for x in obj["drafts"] if not _is_id(x) or x < 0]
     if bad:
         raise InvalidParameterError(
             f"{path} line {i}: drafts must be integer token ids; got {bad[0]!r}"
+            + (" (a JSON line lists only the drafts it verified: no -1 padding)"
+               if _is_id(bad[0]) else "")
         )
     for key in ("output", "round"):
         if key in obj and not _is_id(obj[key]):
             raise InvalidParameterError(
                 f"{path} line {i}: {key} must be an integer; got {obj[key]!r}"
             )
+
+
+def _json_rows(rows):
+    """JSON numbers as float64, or as float32 when every one is a float32 value.
+
+    ``tolist()`` of a float32 engine's rows writes float32 values, whose sums
+    miss 1 by float32 rounding: read as float32 they get float32's tolerance,
+    as the same rows in a ``.npz`` or ``.safetensors`` file do.
+    """
+    arr = np.asarray(rows, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        a32 = arr.astype(np.float32)
+    return a32 if np.array_equal(a32.astype(np.float64), arr) else arr
 
 
 def _load_jsonl(path: Path) -> SampleLog:
@@ -229,8 +251,8 @@ def _load_jsonl(path: Path) -> SampleLog:
         raise InvalidParameterError(f"{path} line {i}: round given on some lines only")
     try:
         return as_sample_log(
-            [o["target"] for _, o in rows],
-            [o["draft"] for _, o in rows],
+            _json_rows([o["target"] for _, o in rows]),
+            _json_rows([o["draft"] for _, o in rows]),
             drafts,
             [o["output"] for _, o in rows],
             [o["round"] for _, o in rows] if all(has_round) else None,

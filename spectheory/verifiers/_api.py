@@ -173,6 +173,14 @@ def verifier_raised(name, exc, where="") -> VerifierError:
     return VerifierError(f"verifier {name!r} raised {type(exc).__name__}: {exc}{where}{hint}")
 
 
+def _from_coins(exc) -> bool:
+    """Whether ``exc`` was raised inside :mod:`spectheory.coins` (a coin given bad arguments)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") == "spectheory.coins"
+
+
 def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
     """One run of a verifier record by its protocol; the output checked to be a token of the row.
 
@@ -207,9 +215,11 @@ def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
             y = v.function(read_only(np.asarray(p, dtype=np.float64)),
                            read_only(np.asarray(q, dtype=np.float64)),
                            np.array(drafts, dtype=np.int64), randomness)  # fmt: skip
-    except SpecTheoryError:
-        raise
     except Exception as exc:
+        if isinstance(exc, SpecTheoryError) and not _from_coins(exc):
+            raise
+        # a coin refusing the verifier's arguments (NaN or negative probabilities) is the
+        # verifier's bug too: name it, the row and the drafts
         where = f" on row {row}" if row is not None else ""
         where += f" (drafts {tuple(int(x) for x in drafts)})"
         raise verifier_raised(v.name, exc, where) from exc

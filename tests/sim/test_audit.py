@@ -30,7 +30,7 @@ def test_correct_chain_sampler_passes():
     r = audit(log)
     assert not r.lossy, r.verdict
     assert r.source == "logged" and r.samples == 20_000 and r.impossible_outputs == 0
-    assert set(r.tests) == {"pit", "pit_ks", "bound"}
+    assert set(r.tests) == {"pit", "pit_ks", "pit_p", "bound"}
     lo, hi = r.acceptance_interval
     assert lo <= r.bound  # a correct sampler's acceptance equals the bound for n = 1
     assert r.acceptance <= hi
