@@ -20,6 +20,15 @@ def inverse_rest(q):
     if q.size and q.max() > 0.5:  # at most one token; its rest is summed directly
         big = int(np.argmax(q))
         rest[big] = np.delete(q, big).sum()
+    # 1 / rest overflows when the mass outside the top token is below ~5.6e-309
+    # (subnormal draft masses): every pair mass q_a q_b e_a would then be inf or nan,
+    # and the plan's marginal and acceptance nan.  Refuse by name instead.
+    if np.any((rest > 0) & (rest < 1.0 / np.finfo(np.float64).max)):
+        raise InvalidParameterError(
+            "two drafts without replacement: the draft mass outside its largest token is "
+            f"{float(rest[(rest > 0)].min())!r}, too small for 1 / rest in float64; the pair "
+            "plans cannot represent this row (khisti or optimal_lp solve it exactly)"
+        )
     return 1.0 / rest
 
 

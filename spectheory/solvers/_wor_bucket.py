@@ -141,6 +141,21 @@ def _cut(q, n, mark):
 
 
 @njit(cache=True)
+def _ratio_key(pi, qi):
+    """``p/q`` as a sort key that keeps distinct ratios apart when ``p/q`` overflows.
+
+    ``p / subnormal q`` rounds to ``inf`` for every such token, which tied ratios
+    as far apart as 1e308 and 1e323 (all of them fall in the last bucket, and only
+    there: no finite ratio reaches it).  Those are compared by ``(p 2^-200) / q``,
+    finite and exact to rounding, since ``p >= 2^-50`` when ``p/q`` overflows.
+    """
+    r = pi / qi
+    if r < np.inf:
+        return r
+    return (pi * 2.0**-200) / qi
+
+
+@njit(cache=True)
 def _bucket_of(r, emin, per, last):
     if r == 0.0:
         return 0
@@ -697,7 +712,7 @@ def _wor_bucket_row(p, q, n, t0, h, snapshots, cert, stats):
             s0, s1 = off[best_b], off[best_b + 1]
             keys = np.empty(s1 - s0)
             for k in range(s0, s1):
-                keys[k - s0] = p[toks[k]] / q[toks[k]]
+                keys[k - s0] = _ratio_key(p[toks[k]], q[toks[k]])
             order = np.argsort(keys, kind="mergesort")
             for k in range(best_inner + 1):
                 cert[toks[s0 + order[k]]] = True
@@ -714,7 +729,7 @@ def _resolve(k, pend_b, pend_slot, pend_g, pend_sup, snaps, free, off, toks, p, 
     sub = toks[s0:s1]
     keys = np.empty(s1 - s0)
     for j in range(s1 - s0):
-        keys[j] = p[sub[j]] / q[sub[j]]
+        keys[j] = _ratio_key(p[sub[j]], q[sub[j]])
     sub = sub[np.argsort(keys, kind="mergesort")]
     slot = pend_slot[k]
     new, inner = _scan_sorted(sub, snaps[slot], pend_g[k], p, q, n, best, Pstart[bi],

@@ -106,10 +106,19 @@ def ratio_order(p, q):
     int64 (B, V)
     """
     key = np.full(p.shape, np.inf)
-    with np.errstate(over="ignore"):  # p / subnormal q overflows to inf: last, as it should
+    with np.errstate(over="ignore"):
         np.divide(p, q, out=key, where=q > 0)
     key[(p == 0) & (q == 0)] = 0.0
-    return np.argsort(key, axis=1)
+    # p / subnormal q overflows to inf, which ties ratios as far apart as 1e308 and
+    # 1e323; the order among them matters without replacement.  They go after every
+    # finite ratio (as inf does), ordered by (p 2^-200) / q (finite: p >= 2^-50 there),
+    # and the tokens with q = 0 < p last.
+    over = np.isinf(key) & (q > 0)
+    cls = np.where((q == 0) & (p > 0), np.int8(2), over.astype(np.int8))
+    if over.any():
+        key = key.copy()
+        key[over] = (p[over] * 2.0**-200) / q[over]
+    return np.lexsort((key, cls), axis=1)
 
 
 #: Largest number of drafts :func:`solve_bound` accepts (``n`` travels as a
