@@ -196,6 +196,17 @@ def _check_exact(rows, name, batched):
     return out
 
 
+def _shape_of(x):
+    """The shape of an array-like without converting it (``()`` when it has none to read)."""
+    shape = getattr(x, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    try:
+        return np.shape(x)
+    except ValueError:  # ragged: as_distribution reports it
+        return ()
+
+
 def as_distribution_pair(target, draft, *, atol=None, allow_exact=False, copy=True):
     """Check ``target`` and ``draft`` together: same shape, same vocabulary.
 
@@ -203,6 +214,13 @@ def as_distribution_pair(target, draft, *, atol=None, allow_exact=False, copy=Tr
     input is exact and ``allow_exact`` is set, both are returned exact.
     ``copy`` as for :func:`as_distribution`.
     """
+    # Shapes first: a draft cut to the wrong vocabulary would otherwise be reported by
+    # its sum ("draft sums to 0.9"), not as the mismatch it is.
+    ts, ds = _shape_of(target), _shape_of(draft)
+    if ts and ds and ts[-1] != ds[-1]:
+        raise ShapeMismatchError(
+            f"target and draft have different vocabularies: {ts[-1]} and {ds[-1]} tokens"
+        )
     p, bp = as_distribution(target, "target", atol=atol, allow_exact=allow_exact, copy=copy)
     q, bq = as_distribution(draft, "draft", atol=atol, allow_exact=allow_exact, copy=copy)
     if p.shape[1] != q.shape[1]:

@@ -22,6 +22,9 @@ Q = np.array([0.5, 0.25, 0.25])
         ([0.5, -0.1, 0.6], Q, r"target has a negative entry -0\.1 at token 1"),
         (P, [0.5, 0.25, 0.2], r"draft sums to 0\.95, not 1 \(tolerance 1e-09 for float64\)"),
         (P, [0.5, 0.5], r"different vocabularies: 3 and 2 tokens"),
+        # a draft cut short is a shape mismatch, not "draft sums to 0.9"
+        (P, [0.6, 0.3], r"different vocabularies: 3 and 2 tokens"),
+        ([P, P], [[0.6, 0.3]] * 2, r"different vocabularies: 3 and 2 tokens"),
         ([P, P], [Q, Q, Q], r"same shape; got target \(2, 3\) and draft \(3, 3\)"),
         ([P, P], Q, r"same shape; got target \(2, 3\) and draft \(3,\)"),
         (
