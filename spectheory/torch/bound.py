@@ -130,7 +130,12 @@ def _iid(p, q, n):
     qs = torch.gather(q, 1, order)
     tail = torch.flip(torch.cumsum(torch.flip(qs, [1]), dim=1), [1])
     outside = torch.cat([tail[:, 1:], torch.zeros_like(tail[:, :1])], dim=1)
-    covered = torch.exp(float(n) * torch.log1p(-outside))
+    # outside == 1 (a prefix of p = q = 0 tokens): covered is 0, and log1p(-1) = -inf must not
+    # reach autograd, where 0 * inf made every entry of the gradient NaN
+    inside = outside < 1.0
+    covered = torch.where(
+        inside, torch.exp(float(n) * torch.log1p(-torch.where(inside, outside, 0.0))), 0.0
+    )
     obj = torch.cat([torch.zeros_like(P[:, :1]), P - covered], dim=1)
     k = torch.argmin(obj.detach(), dim=1)  # first minimum: the shortest optimal prefix
     return 1.0 + obj.gather(1, k[:, None])[:, 0]

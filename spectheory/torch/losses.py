@@ -113,10 +113,21 @@ def _term(name, p, logq):
     if name == "kl":
         logp = torch.log(p)
         return torch.where(p > 0, p * (logp - logq), 0.0).sum(dim=-1)
-    q = logq.exp()
     if name == "tv":
-        return -torch.log(torch.minimum(p, q).sum(dim=-1))
+        # in logarithms: exp(logq) underflows to 0 below 2^-1074 (inf loss, NaN gradient)
+        return -torch.logsumexp(torch.minimum(torch.log(p), logq), dim=-1)
     _, n, law = name.split(":")
+    q = logq.exp()
+    if law == "without_replacement":
+        # V >= n: the zeros are underflow (finite logits); V < n is bound's error
+        short = ((q.detach() > 0).sum(dim=-1) < int(n)) & (q.shape[-1] >= int(n))
+        if bool(short.any()):
+            row = int(torch.nonzero(short)[0, 0])
+            raise InvalidParameterError(
+                f"softmax(draft_logits) row {row} has fewer than n = {n} entries above float64's "
+                "smallest positive value (logits more than ~745 apart); loss "
+                f"{name!r} needs n tokens of positive draft probability"
+            )
     return -torch.log(bound(p, q, int(n), law))
 
 
