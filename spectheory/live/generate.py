@@ -273,7 +273,10 @@ class _UserVerifier:
 def _resolve_verifier(verifier, mode, n, sampling):
     """(name, function(p, q, drafts, coins, *, sampling), n_values, sampling)."""
     if verifier is None:
-        verifier = "sd" if n == 1 else "rrs"
+        # The multi-draft default follows the caller's draft law: "rrs" alone was refused
+        # for sampling="greedy" or "without_replacement", naming a verifier never given.
+        by_law = {"without_replacement": "rrs_wor", "greedy": "greedy"}
+        verifier = "sd" if n == 1 else by_law.get(sampling, "rrs")
     # A plain function's protocol is read from its signature (coins or black box): a
     # coins-protocol function runs on the coins, a black box gets the numpy stream.
     v, sampling = check_verifier_law(verifier, n, sampling)
@@ -644,7 +647,8 @@ def speculative_generate(
         ``"rrs"``, ``"rrs_wor"``, ``"kseq"``, ``"spechub"``, ``"nss"``,
         ``"naive"``, ...) valid for ``n`` drafts under ``sampling``, or a
         callable ``fn(target, draft, drafts, rng) -> int``.  Default
-        ``"sd"`` (chain) or ``"rrs"`` (multi).
+        ``"sd"`` (chain); in multi mode ``"rrs"``, ``"rrs_wor"`` or ``"greedy"``
+        for ``sampling`` i.i.d. (or unset), without replacement or greedy.
     sampling : {"iid", "without_replacement", "greedy"}, optional
         Draft law at each node; default the verifier's first law.
     seed : int, numpy.random.Generator, torch.Generator or None

@@ -248,11 +248,20 @@ class LMKind(DraftKind):
         from ._loader import model_source
         from .fingerprint import file_fingerprint
 
-        return file_fingerprint(model_source(str(arg)))
+        try:
+            source = model_source(str(arg))
+        except InvalidParameterError as exc:  # it said "model must be ...", naming no draft
+            raise InvalidParameterError(f"draft {self.label(arg)!r}: {exc}") from None
+        return file_fingerprint(source)
 
     def recorder(self, loaded, arg):
+        from ._loader import model_source
         from .draft_lm import DraftLM
 
+        try:
+            model_source(str(arg))
+        except InvalidParameterError as exc:  # live generation, trees, costs: name the draft
+            raise InvalidParameterError(f"draft {self.label(arg)!r}: {exc}") from None
         return DraftLM.load(str(arg), loaded)
 
     def draft_model(self, loaded, arg):

@@ -215,8 +215,19 @@ def quantised_model(loaded, qtype: str = "Q4_0"):
     import torch
 
     require_cpu(loaded, "quantised_model")
+    from .fingerprint import weights_fingerprint
+
+    # Not the model's id alone: an edit of the target's weights in place (an ablation, a
+    # fine-tuning step) kept returning the quantised copy of the old weights.  In-place
+    # edits bump every tensor's version counter; the fingerprint also sees .data swaps.
+    state = (
+        tuple(p._version for p in loaded.model.parameters()),
+        weights_fingerprint(loaded.model),
+    )
     key = (id(loaded.model), qtype)
     hit = _CACHE.get(key)
+    if hit is not None and hit[2] != state:
+        hit = None
     if hit is not None and hit[0]() is loaded.model:
         return hit[1]
     if qtype not in quantisable_types():
@@ -227,7 +238,7 @@ def quantised_model(loaded, qtype: str = "Q4_0"):
     qmodel = copy.deepcopy(loaded.model)
     with torch.no_grad():
         for _, mod in _weight_modules(qmodel):
-            w = mod.weight.detach().numpy()
+            w = mod.weight.detach().float().numpy()  # numpy has no bfloat16
             if _is_conv1d(mod):
                 # blocks run along the input features, as for a Linear (out, in) weight
                 w = requantise(np.ascontiguousarray(w.T), qtype).T
@@ -235,7 +246,7 @@ def quantised_model(loaded, qtype: str = "Q4_0"):
                 w = requantise(w, qtype)
             mod.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
     qmodel.eval()
-    _CACHE[key] = (weakref.ref(loaded.model), qmodel)
+    _CACHE[key] = (weakref.ref(loaded.model), qmodel, state)
     return qmodel
 
 

@@ -182,6 +182,12 @@ class TraceSettings:
         out = {}
         if loaded is not None:
             out["model"] = loaded.fingerprint()
+            dtype = str(next(iter(loaded.model.parameters())).dtype).replace("torch.", "")
+            if loaded.source and dtype != "float32":
+                # The files' fingerprint says nothing of the dtype they were loaded in: a
+                # bfloat16 load's trace was returned to a float32 (default) request.  The
+                # default, float32 (record_trace's own load_model), keeps the key it had.
+                out["dtype"] = dtype
         elif not self.model.startswith(("arrays:", "memory:")):
             try:
                 out["model"] = file_fingerprint(model_source(self.model))
@@ -612,6 +618,18 @@ def record_trace(
         pid: encode_prompt(tok, pset[pid][1], pset[pid][2], f"prompt {pid} of {source}")
         for pid in order
     }
+    # Past its trained context a model's positions are extrapolated (as live generation
+    # refuses, spectheory.live.generate._common_checks): the trace would hold numbers about
+    # a model nobody trained.
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(context, int):
+        for pid in order:
+            if encoded[pid].size + settings.max_new_tokens > context:
+                raise InvalidParameterError(
+                    f"prompt {pid} of {source} has {encoded[pid].size} tokens; with "
+                    f"max_new_tokens = {settings.max_new_tokens} it exceeds the model's context "
+                    f"of {context} positions (max_position_embeddings)"
+                )
     t0 = time.perf_counter()
     for pid in _progress(order, progress, len(order)):
         rng = np.random.default_rng([settings.seed, pid])

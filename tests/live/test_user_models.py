@@ -150,3 +150,11 @@ def test_generation_past_the_model_context_is_refused(tiny):
         target_generate(tiny, PROMPT, max_new_tokens=10**12, seed=0)
     out = speculative_generate(tiny, PROMPT, draft="exit:1", max_new_tokens=61, seed=0)
     assert len(out.tokens) <= 61
+
+
+@pytest.mark.parametrize("sampling", ["without_replacement", "greedy"])
+def test_the_default_multi_draft_verifier_follows_the_draft_law(tiny, sampling):
+    """With no verifier named, multi mode refused these laws naming 'rrs', never given."""
+    out = speculative_generate(tiny, PROMPT, draft="exit:1", mode="multi", n=2,
+                               sampling=sampling, max_new_tokens=4, seed=0)
+    assert len(out.tokens) >= 1
