@@ -75,7 +75,7 @@ def block_stop_probabilities(w, z):
     _check_unit(z[: g - 1], "z")
     h = []
     for i in range(g - 1):
-        den = z[i] + 1 - w[i]
+        den = z[i] + (1 - w[i])
         h.append(z[i] / den if den != 0 else 1)
     h.append(w[g - 1])
     return h
@@ -239,7 +239,7 @@ def chain_monte_carlo(p_rows, q_rows, gamma: int, samples: int, rng) -> dict:
         for i in range(gamma - 1):
             z[:, i] = np.maximum(w[:, i, None] * p_rows[s, i + 1] - q_rows[s, i + 1], 0.0).sum(1)
         for g in range(gamma):
-            den = z[:, :g] + 1.0 - w[:, :g]
+            den = z[:, :g] + (1.0 - w[:, :g])
             with np.errstate(invalid="ignore", divide="ignore"):
                 h = np.where(den > 0, z[:, :g] / np.where(den > 0, den, 1.0), 1.0)
             h = np.concatenate([h, w[:, g : g + 1]], axis=1)  # (samples, g + 1)

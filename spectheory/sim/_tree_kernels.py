@@ -140,7 +140,7 @@ def block_tables(P, Q, X):
             w.append(ratio if ratio < 1 else 1.0)
         for a in range(1, G):
             z = np.maximum(w[a] * P[i, a] - Q[i, a], 0.0).sum()
-            den = z + 1 - w[a]
+            den = z + (1 - w[a])  # as trees.verify.block_weights (bit-identical)
             h[i, a] = z / den if den > 0 else 1.0
         if G:
             h[i, G] = w[G]

@@ -465,7 +465,8 @@ def compare_policies(
     c = _check_c(c)
     h_grid = np.linspace(0.05, 0.95, 19) if h_grid is None else np.asarray(h_grid, float)
     out = {"c": c}
-    out["fixed"] = [simulate_policy(beta, Fixed(int(g)), c, k_max=k_max) for g in gammas]
+    # Fixed(g) checks g: int(g) ran 2.7 as 2 under the name 2.7
+    out["fixed"] = [simulate_policy(beta, Fixed(g), c, k_max=k_max) for g in gammas]
     out["best_fixed"] = max(out["fixed"], key=lambda r: r.speedup)
     out["heuristic"] = simulate_policy(beta, Heuristic(heuristic_start), c, k_max=k_max)
     h = oracle_threshold(beta, c, k_max=k_max) if oracle_h is None else float(oracle_h)

@@ -119,11 +119,21 @@ class MarkovModel:
     def __init__(self, table: dict, order: int, context: tuple):
         self.order = _check_order(order)
         self.table = table
-        self.context = tuple(context)
+        self.context = _int_tuple(context, "context")
+        if len(self.context) < self.order:
+            raise InvalidParameterError(
+                f"context must hold at least order = {self.order} tokens; got {self.context}"
+            )
 
     def __call__(self, prefix):
         state = (self.context + tuple(prefix))[-self.order :] if self.order else ()
-        return self.table[state]
+        try:
+            return self.table[state]
+        except KeyError:
+            raise InvalidParameterError(
+                f"the Markov table has no row for state {state} (reached after prefix "
+                f"{list(prefix)} with context {list(self.context)})"
+            ) from None
 
 
 def _random_row(rng, vocab_size, denominator, zero_prob):

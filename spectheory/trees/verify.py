@@ -153,7 +153,7 @@ def block_weights(target, draft, tree):
     for i in range(1, gamma):
         path = tree.path(nodes[i - 1])
         z = positive_part(w[i] * target(path) - draft(path)).sum()
-        den = z + 1 - w[i]
+        den = z + (1 - w[i])  # not (z + 1) - w: that rounds z away, h > 1 when w = 1
         h.append(z / den if den > 0 else 1 + 0 * z)
     if gamma:
         h.append(w[gamma])
@@ -240,7 +240,7 @@ def traversal_update(w, p, q, token, without_replacement):
     """
     z = positive_part(w * p - q)
     total = z.sum()
-    den = total + 1 - w
+    den = total + (1 - w)  # exact 1 - w (w in [0, 1]); z / (z + d) <= 1 in floats
     w_new = total / den if den > 0 else 1 + 0 * total
     p_new = normalise_or(z, p)
     if without_replacement:
