@@ -73,8 +73,8 @@ def test_audit_exceeds_bound_uses_the_bonferroni_share():
     Ten rows with ``p = (.5, .5)``, ``q = (.9, .1)`` and one draft, token 0,
     always emitted: :math:`\\beta = .5 + .1 = .6` per row, excess
     :math:`D = 10 - 6 = 4`, Azuma :math:`e^{-2 \\cdot 16/10} = e^{-3.2} \\approx .041`.
-    With ``m = 3`` tests (pit, pit_ks, bound) and ``alpha = .05`` the share is
-    .0167: the acceptance does *not* count as exceeding the bound at level
+    With ``m = 4`` tests (pit, pit_ks, pit_p, bound) and ``alpha = .05`` the share is
+    .0125: the acceptance does *not* count as exceeding the bound at level
     ``alpha`` (the buggy rule said it did).
     """
     N = 10
@@ -83,7 +83,7 @@ def test_audit_exceeds_bound_uses_the_bonferroni_share():
     d = np.zeros((N, 1), dtype=np.int64)
     y = np.zeros(N, dtype=np.int64)
     r = audit(p, q, d, y, alpha=0.05)
-    assert set(r.tests) == {"pit", "pit_ks", "bound"}
+    assert set(r.tests) == {"pit", "pit_ks", "pit_p", "bound"}
     assert r.excess_p_value == pytest.approx(np.exp(-3.2), rel=1e-9)
     assert r.exceeds_bound is False
     assert "exceeds the optimal bound" not in r.verdict
