@@ -238,9 +238,13 @@ def _load_jsonl(path: Path) -> SampleLog:
         raise InvalidParameterError(f"{path} holds no rows")
     V = {len(o["target"]) for _, o in rows} | {len(o["draft"]) for _, o in rows}
     if len(V) != 1:
-        i = next(i for i, o in rows if len(o["target"]) != len(rows[0][1]["target"])
-                 or len(o["draft"]) != len(rows[0][1]["target"]))  # fmt: skip
-        raise ShapeMismatchError(f"{path} line {i}: target and draft lengths differ from line 1's")
+        i, o = next((i, o) for i, o in rows if len(o["target"]) != len(rows[0][1]["target"])
+                    or len(o["draft"]) != len(rows[0][1]["target"]))  # fmt: skip
+        raise ShapeMismatchError(
+            f"{path} line {i}: target has {len(o['target'])} entries and draft "
+            f"{len(o['draft'])}, where line {rows[0][0]}'s target has "
+            f"{len(rows[0][1]['target'])}: every row must have one vocabulary"
+        )
     n = max(len(o["drafts"]) for _, o in rows)
     drafts = np.full((len(rows), max(n, 1)), -1, dtype=np.int64)
     for r, (_, o) in enumerate(rows):

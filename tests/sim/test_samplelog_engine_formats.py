@@ -90,3 +90,19 @@ def test_a_coin_refusing_a_verifiers_arguments_names_the_verifier():
     p = np.array([0.4, 0.3, 0.2, 0.1])
     with pytest.raises(VerifierError, match=r"verifier 'my_sd' raised .*categorical.*drafts"):
         check_lossless(my_sd, p, p, n=1, trials=200)
+
+
+def test_a_json_line_of_another_vocabulary_names_both_sizes(tmp_path):
+    """The first line itself mismatched read "line 1 ... differ from line 1's"."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps({"target": P[0], "draft": [*Q[0][:3], 0.25], "drafts": [],
+                                "output": 0}) + "\n"
+                    + json.dumps({"target": [0.5, 0.5, 0.0], "draft": [0.5, 0.5, 0.0],
+                                  "drafts": [], "output": 0}) + "\n")
+    with pytest.raises(Exception, match=r"line 2: target has 3 entries and draft 3, where "
+                                        r"line 1's target has 4"):
+        load_log(path)
+    path.write_text(json.dumps({"target": P[0], "draft": [0.5, 0.5], "drafts": [],
+                                "output": 0}) + "\n")
+    with pytest.raises(Exception, match=r"line 1: target has 4 entries and draft 2"):
+        load_log(path)
