@@ -29,7 +29,7 @@ def add_parser(subparsers):
     r.add_argument("paper", nargs="?", default="", help="paper name, or 'all' (see --list)")
     r.add_argument("--list", action="store_true", help="list the reproductions and exit")
     r.add_argument(
-        "--out", default="", help="output folder (default papers-out/PAPER; with 'all', one "
+        "--out", default=None, help="output folder (default papers-out/PAPER; with 'all', one "
         "sub-folder per paper)"
     )  # fmt: skip
     r.add_argument(
@@ -57,7 +57,14 @@ def run(args) -> int:
             f"PAPER is required (one of {', '.join(sorted(PAPERS))}, or 'all'); "
             "see 'spectheory reproduce --list'"
         )
-    out_root = Path(args.out or Path("papers-out") / args.paper)
+    if args.out is not None and not args.out.strip():
+        raise usage_error("argument --out: expected a folder; got ''")
+    out_root = Path(args.out if args.out is not None else Path("papers-out") / args.paper)
+    for parent in (out_root, *out_root.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise usage_error(f"argument --out: {str(parent)!r} is a file, not a folder")
+            break
     names = list(PAPERS) if args.paper == "all" else [get_paper(args.paper).name]
     trace = args.trace or None
     if trace is not None:

@@ -420,15 +420,16 @@ def cost_ratio(loaded, layer: int, quick: bool):
     """The measured CPU cost ratio of the early exit after ``layer`` layers, once per process.
 
     :func:`spectheory.lm.measure_cost_ratio` with 30 timed steps after 5 warm-up
-    steps (quick: 3 after 1).  Reproductions run in one process (``reproduce
-    all``) share the measurement, so they use the same ``c``.
+    steps (quick: 11 after 2; the median of 3 steps on a shared machine ranged
+    from 0.21 to 1.46 for exit:25, whose c is about 0.87).  Reproductions run in
+    one process (``reproduce all``) share the measurement, so they use the same ``c``.
     """
     from ..lm import measure_cost_ratio
 
     key = (id(loaded), int(layer), bool(quick))
     hit = _COST_RATIOS.get(key)
     if hit is None or hit[0] is not loaded:
-        repeats, warmup = (3, 1) if quick else (30, 5)
+        repeats, warmup = (11, 2) if quick else (30, 5)
         hit = (loaded, measure_cost_ratio(loaded, layer, repeats=repeats, warmup=warmup))
         _COST_RATIOS[key] = hit
     return hit[1]

@@ -258,9 +258,15 @@ def figure3(run: Run, measured=(), gamma_fn=optimal_gamma, reference=None) -> li
             axes[0].step([r["alpha"] for r in sel], [r["gamma_star"] for r in sel], where="mid",
                          label=f"c = {c}")  # fmt: skip
             axes[1].plot([r["alpha"] for r in sel], [r["speedup"] for r in sel], label=f"c = {c}")
+        top = max(r["gamma_star"] for r in rows)
         for label, a, c in measured:
             g = gamma_fn(a, c)
-            axes[0].plot([a], [int(g.gamma)], "ko", ms=4)
+            if bool(np.any(g.capped)):  # c = 0: gamma* is unbounded, the value is only the cap
+                axes[0].annotate(f"{label}: gamma* unbounded (c = {c:.2f})", (a, top),
+                                 xytext=(0, -10), textcoords="offset points", fontsize=6,
+                                 arrowprops={"arrowstyle": "->"})
+            else:
+                axes[0].plot([a], [int(g.gamma)], "ko", ms=4)
             axes[1].plot([a], [float(g.speedup)], "ko", ms=4)
             axes[1].annotate(f"{label} (c={c:.2f})", (a, float(g.speedup)), fontsize=6)
         axes[0].set(xlabel="alpha", ylabel="optimal gamma")

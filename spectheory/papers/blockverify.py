@@ -437,7 +437,8 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     run.log("real trace: chains of gamma = 1..8, Monte Carlo")
     tr = get_trace(trace, quick, loaded, progress, paper="blockverify")
     # Chains no longer than the longest recorded continuation (short traces: shorter chains).
-    longest = int(tr.steps.max()) + 1 if tr.num_positions else 0
+    # ... and at most half of it, so that chains do not all start at a reply's first token.
+    longest = (int(tr.steps.max()) + 1) // 2 if tr.num_positions else 0
     real = trace_vs_gamma(run, tr, max(1, min(GAMMA_MAX, longest)), starts=48 if quick else 128,
                           samples=32 if quick else 64)  # fmt: skip
     with run.figure("gains") as (_fig, ax):

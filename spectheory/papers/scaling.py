@@ -146,6 +146,18 @@ def batch_law(run: Run, trace, draft_params: dict, target_params: int, positions
                         "fit_r_squared": fit.r_squared})  # fmt: skip
         mono = bool(np.all(np.diff(n_star) <= 0))
         run.check(
+            f"{d}: speculation beats plain decoding at some batch size",
+            "roofline (spectheory/solvers/roofline.py): n* is chosen among n >= 1 drafts; "
+            "plain decoding has S = 1",
+            "max_B S(n*(B), B) > 1",
+            f"max S(n*) = {float(np.max(s_star)):.3f}",
+            "> 1 (reported only: where it fails, n*(B) is the least bad width, not a reason "
+            "to speculate)",
+            bool(np.max(s_star) > 1),
+            required=False,
+            kind="derived",
+        )
+        run.check(
             f"{d}: the optimal number of drafts falls with the batch size",
             "Scylla Thm 1.3 [unconfirmed form, docs/theory.md §6.1]; derived from the roofline "
             "(spectheory/solvers/roofline.py: memory-bound verification is free, compute-bound "

@@ -390,7 +390,9 @@ def reproduce(out_dir, *, quick=False, trace=None, loaded=None, progress=True):
     run.log("trace: block efficiency against K and L (sequence form, exact chain)")
     exits = paper_drafts(tr, "spectr")
     lengths = np.bincount(np.unique(np.asarray(tr.prompt_ids), return_inverse=True)[1])
-    L_max = int(min(8, lengths.min()))
+    # Quick traces (8 tokens a reply): blocks as long as a whole continuation start only at
+    # its first token (a reply's first token, atypical), so keep half of it as start positions.
+    L_max = int(max(1, min(8, lengths.min() // 2 if quick else lengths.min())))
     block_efficiency_table(
         run, tr, exits, (1.0,) if quick else (0.7, 1.0), (1, 2, 3, 4) if quick else range(1, 9),
         L_max, max_starts=8 if quick else 200,

@@ -78,6 +78,13 @@ def test_quick_reproduction_writes_files_and_passes(name, smol, tiny_trace, tmp_
         with open(tmp_path / f"{table}.csv", newline="") as fh:
             assert sum(1 for _ in csv.DictReader(fh)) == len(rows)
     assert "passed" in res.summary() or "PASS" in res.summary()
+    if name == "leviathan":
+        # gamma = 0 (plain decoding, speedup 1) is a fixed length too: the "best" length was
+        # searched over 1..12 and reported speedups of 0.67-0.82 as the best on this CPU
+        with open(tmp_path / "early_exit.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows and all(float(r["speedup_renewal"]) >= 1.0 - 1e-12 for r in rows)
+        assert all(0 <= int(r["gamma_best_renewal"]) <= 12 for r in rows)
 
 
 # --------------------------------------------------------------------------- checks are real
@@ -262,6 +269,20 @@ def test_cli_unknown_or_missing_paper_exits_2_naming_the_known_ones(argv, capsys
     assert reproduce_cli(argv) == 2
     err = capsys.readouterr().err
     assert "hu2025, leviathan, scaling, specdecpp, spectr" in err
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [("", "argument --out: expected a folder; got ''"), ("afile", "is a file, not a folder"),
+     ("afile/sub", "is a file, not a folder")],
+)
+def test_cli_out_that_is_no_folder_is_refused_by_name(out, words, tmp_path, monkeypatch, capsys):
+    """``--out ""`` wrote to papers-out/PAPER silently; a file gave a bare OSError."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    assert reproduce_cli(["leviathan", "--quick", "--quiet", "--out", out]) == 2
+    assert words in capsys.readouterr().err
+    assert not (tmp_path / "papers-out").exists()
 
 
 def test_get_paper_error():
