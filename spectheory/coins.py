@@ -101,8 +101,10 @@ def _check_probs(probs):
             f"categorical probs must be a non-empty 1-D vector; got shape {arr.shape}"
         )
     if arr.dtype == object:
-        if any(v < 0 for v in arr):
-            raise InvalidParameterError(f"categorical probs has a negative entry: {arr!r}")
+        if any(not v >= 0 for v in arr):  # NaN >= 0 is False: NaN is refused too
+            raise InvalidParameterError(
+                f"categorical probs has a negative or NaN entry: {arr!r}"
+            )
         total = sum(arr, 0 * arr[0])
         exact = all(isinstance(v, Fraction | int) for v in arr)
         if exact and total != 1:
@@ -147,11 +149,13 @@ def _inverse_cdf(u: float, probs) -> int:
             return i
         positive = np.flatnonzero(probs > 0)
         return int(positive[-1]) if positive.size else -1
-    acc = 0.0
+    acc = 0
     last = -1
     for i, v in enumerate(probs):
         if v > 0:
-            acc += float(v)
+            # Exact entries keep an exact partial sum: float(u) < Fraction compares exactly,
+            # as bernoulli does; float(v) would round 1/3 onto u = float(1/3).
+            acc += v if isinstance(v, Fraction | int) else float(v)
             last = i
             if u < acc:
                 return i

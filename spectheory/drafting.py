@@ -77,9 +77,13 @@ def _check_enumeration(support: int, n: int, sampling: str, what: str) -> None:
 def top_tokens(q, m: int) -> np.ndarray:
     """The ``m`` most likely tokens of the 1-D distribution ``q``, ties to the lowest id."""
     q = np.asarray(q)
-    if q.dtype == object or m >= q.size:
-        key = np.array([float(v) for v in q]) if q.dtype == object else q
-        return np.argsort(-key, kind="stable")[:m]
+    if q.dtype == object:
+        # Exact values, not float(v): Fractions closer than float resolution (or below
+        # its range, where float(v) == 0.0 ties with a true zero) must keep their order.
+        order = sorted(range(q.size), key=lambda i: -q[i])  # stable: ties to the lowest id
+        return np.array(order[: max(m, 0)], dtype=np.int64)
+    if m >= q.size:
+        return np.argsort(-q, kind="stable")[:m]
     if m <= 0:
         return np.zeros(0, dtype=np.int64)
     # O(V): the m-th largest value, every token above it, then the lowest ids equal to it.
