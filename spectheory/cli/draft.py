@@ -44,8 +44,13 @@ EVAL_TEMPERATURES = (0.7, 1.0)
 
 
 def vocab_size(text: str):
-    """The draft vocabulary: an integer >= 1, or 0 for the full vocabulary (None)."""
-    return nonnegative_int(text) or None
+    """The draft vocabulary: an integer >= 1, or 0 or 'None' for the full vocabulary (None)."""
+    return None if text == "None" else (nonnegative_int(text) or None)
+
+
+def optional_positive_int(text: str):
+    """An integer >= 1, or 'None' (what the help of --tokens and --prompts offers)."""
+    return None if text == "None" else positive_int(text)
 
 
 def loss_spec(text: str) -> str:
@@ -68,7 +73,8 @@ def run_train(args) -> int:
     from ..lm.corpus import CorpusSettings, build_corpus
 
     settings = settings_from_args(A.TrainSettings, args)
-    corpus_settings = settings_from_args(CorpusSettings, args)
+    # --seed is TrainSettings.seed (data order, split, initialisation): the corpus keeps its own
+    corpus_settings = settings_from_args(CorpusSettings, args, seed=CorpusSettings.seed)
     loaded = None
     name = args.name or None
     if name is not None:
@@ -240,12 +246,12 @@ def add_parser(subparsers):
     )
     sub = d.add_subparsers(dest="draft_command", required=True, metavar="{train,list,evaluate}")
     t = sub.add_parser("train", help="train the adapter of one exit layer")
-    t.add_argument("--layer", type=nonnegative_int, required=True, help="exit layer L")
+    t.add_argument("--layer", type=positive_int, required=True, help="exit layer L")
     dataclass_options(
         t.add_argument_group("training (spectheory.lm.adapters.TrainSettings)"),
         "spectheory.lm.adapters:TrainSettings",
         ("tokens", "steps", "batch_size", "lr", "arch", "depth", "vocab", "seed", "loss"),
-        types={"tokens": positive_int, "steps": positive_int, "batch_size": positive_int,
+        types={"tokens": optional_positive_int, "steps": positive_int, "batch_size": positive_int,
                "lr": _positive_float, "arch": str, "depth": positive_int, "vocab": vocab_size,
                "loss": loss_spec},
     )  # fmt: skip
@@ -253,7 +259,8 @@ def add_parser(subparsers):
         t.add_argument_group("corpus (spectheory.lm.corpus.CorpusSettings)"),
         "spectheory.lm.corpus:CorpusSettings",
         ("max_len", "doc_sequences", "prompts", "samples_per_prompt", "sampled_tokens"),
-        types={"max_len": positive_int, "prompts": positive_int, "sampled_tokens": positive_int},
+        types={"max_len": positive_int, "prompts": optional_positive_int,
+               "sampled_tokens": positive_int},
     )
     t.add_argument("--name", default="", help="save under this name instead of 'adapter:L'")
     t.add_argument("--as-draft", action="store_true",

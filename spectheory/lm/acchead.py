@@ -279,6 +279,10 @@ def train_head(
         raise InvalidParameterError("labels must lie in [0, 1]")
     weight = _check_weight(weight)
     epochs = check_positive_int(epochs, "epochs")
+    for name, v, low in (("lr", lr, "> 0"), ("weight_decay", weight_decay, ">= 0")):
+        real = isinstance(v, numbers.Real) and not isinstance(v, bool)
+        if not real or not np.isfinite(v) or not (v > 0 if low == "> 0" else v >= 0):
+            raise InvalidParameterError(f"{name} must be a finite number {low}; got {v!r}")
     batch_size = check_positive_int(batch_size, "batch_size")
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y.astype(np.float32))
     with torch.random.fork_rng(devices=[]):
@@ -336,11 +340,6 @@ def save_head(head, metadata: dict | None = None, path=None) -> Path:
     meta = dict(getattr(head, "training_metadata", {}))
     meta.update(metadata or {})
     blob = json.dumps(meta, sort_keys=True)
-    if path is None:
-        key = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        path = cache_dir() / "heads" / f"{key}.safetensors"
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     state = {}
     seen = {}
     for k, v in head.state_dict().items():
@@ -348,6 +347,15 @@ def save_head(head, metadata: dict | None = None, path=None) -> Path:
         if ptr not in seen:  # shared ResBlock: keep the first name only
             seen[ptr] = k
             state[k] = v.contiguous().clone()
+    if path is None:
+        # the settings alone do not tell two heads apart (other features, same settings)
+        h = hashlib.sha256(blob.encode())
+        for k in sorted(state):
+            h.update(k.encode())
+            h.update(state[k].cpu().numpy().tobytes())
+        path = cache_dir() / "heads" / f"{h.hexdigest()[:16]}.safetensors"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     with _files.atomic_path(path) as tmp:
         save_file(state, tmp, metadata={"spectheory_head": blob})
     return path

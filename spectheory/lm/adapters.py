@@ -759,6 +759,7 @@ def save_adapter(adapter: Adapter, path=None, *, extra: dict | None = None) -> P
         checksums={k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in tensors.items()},
         weights_sha256=adapter.weights_sha256(),
     )
+    meta["header_sha256"] = _header_sha256(meta)
     if path is None:
         path = adapter_path(int(adapter.layer), meta.get("model"))
     path = Path(path)
@@ -766,6 +767,12 @@ def save_adapter(adapter: Adapter, path=None, *, extra: dict | None = None) -> P
         save_file(tensors, tmp, metadata={_META_KEY: json.dumps(meta, sort_keys=True)})
     adapter.metadata, adapter.path = meta, path
     return path
+
+
+def _header_sha256(meta):
+    """SHA-256 of the metadata (all but this checksum), so that a header edit is caught."""
+    rest = {k: v for k, v in meta.items() if k != "header_sha256"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 def _read_meta(path):
@@ -808,6 +815,8 @@ def load_adapter(loaded, path) -> Adapter:
     meta = json.loads(header[_META_KEY])
     if meta.get("format") != _FORMAT:
         raise TraceError(f"adapter file {str(path)!r} has format {meta.get('format')!r}")
+    if "header_sha256" in meta and meta["header_sha256"] != _header_sha256(meta):
+        raise TraceError(f"adapter file {str(path)!r}: its metadata fails its SHA-256 checksum")
     sums = meta.get("checksums", {})
     if set(sums) != set(tensors):
         raise TraceError(f"adapter file {str(path)!r} lists {sorted(sums)}, has {sorted(tensors)}")
@@ -850,7 +859,13 @@ def resolve_adapter(loaded, layer: int) -> Adapter:
             f"no trained adapter for 'adapter:{layer}' at {str(path)!r}; train it with: "
             f"{_train_command(layer)}"
         )
-    return load_adapter(loaded, path)
+    adapter = load_adapter(loaded, path)
+    if adapter.layer != int(layer):
+        raise TraceError(
+            f"{str(path)!r}, the file of 'adapter:{layer}', holds an adapter of layer "
+            f"{adapter.layer}; retrain it with: {_train_command(layer)} --force"
+        )
+    return adapter
 
 
 def list_adapters():

@@ -416,6 +416,23 @@ def build_corpus(
     if not isinstance(settings, CorpusSettings):
         raise InvalidParameterError(f"settings must be a CorpusSettings; got {settings!r}")
     dseqs, dstarts = _doc_sequences(loaded.tokenizer, settings)
+    if len(dseqs) < settings.doc_sequences:
+        raise InvalidParameterError(
+            f"doc_sequences={settings.doc_sequences} asked, but max_len={settings.max_len} gives "
+            f"only {len(dseqs)} documentation sequences (each needs its question's chat prefix "
+            "plus 16 tokens); raise max_len or lower doc_sequences"
+        )
+    if settings.samples_per_prompt:
+        longest = max(
+            (_chat_prefix(loaded.tokenizer, q).size, i)
+            for i, q in enumerate(training_prompts(settings.prompts))
+        )
+        if longest[0] + 1 > settings.max_len:
+            raise InvalidParameterError(
+                f"max_len={settings.max_len} cuts training prompt {longest[1]} ({longest[0]} "
+                f"tokens with the chat template) before its answer; use max_len >= "
+                f"{longest[0] + 1} or fewer prompts"
+            )
     # float32 CPU keys are those of the recorded corpora; a GPU's generator or another dtype
     # samples other tokens from the same settings, so each gets its own key
     device = model_device(loaded.model).type

@@ -430,7 +430,9 @@ def test_reproduce_missing_trace_file(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["train", "--layer", "-1"], "argument --layer: must be an integer >= 0"),
+        (["train", "--layer", "-1"], "argument --layer: must be an integer >= 1"),
+        # layer 0 passed the parser and failed after the model load, naming no option
+        (["train", "--layer", "0"], "argument --layer: must be an integer >= 1"),
         (["train", "--layer", "3", "--steps", "0"], "argument --steps: must be an integer >= 1"),
         (["train", "--layer", "3", "--lr", "0"], "argument --lr: must be a number > 0"),
         (["evaluate", "adapter:3", "--repeats", "0"], "argument --repeats: must be an integer"),
