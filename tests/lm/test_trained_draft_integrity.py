@@ -110,3 +110,11 @@ def test_a_corpus_without_room_for_its_documentation_sequences_is_refused(smol):
     settings = CorpusSettings(max_len=48, doc_sequences=4, samples_per_prompt=0)
     with pytest.raises(stt.InvalidParameterError, match=r"doc_sequences=4 asked, but max_len=48"):
         build_corpus(smol, settings, cache=False)
+
+
+def test_a_corpus_that_cuts_its_prompts_is_refused(smol):
+    """52 of the 331 training prompts are over 48 tokens with the chat template: their
+    sequences were cut inside the prompt, with negative training-position counts."""
+    settings = CorpusSettings(max_len=48, doc_sequences=0, samples_per_prompt=1)
+    with pytest.raises(stt.InvalidParameterError, match=r"max_len=48 cuts training prompt"):
+        build_corpus(smol, settings, cache=False)
