@@ -197,14 +197,17 @@ def _check_exact(rows, name, batched):
 
 
 def _shape_of(x):
-    """The shape of an array-like without converting it (``()`` when it has none to read)."""
+    """The vocabulary-bearing shape of an array-like, read without converting it (a list of
+    floats would otherwise be converted twice); ``()`` when there is none to read."""
     shape = getattr(x, "shape", None)
     if shape is not None:
         return tuple(shape)
-    try:
-        return np.shape(x)
-    except ValueError:  # ragged: as_distribution reports it
+    if not isinstance(x, list | tuple) or not x:
         return ()
+    inner = x[0]
+    if isinstance(inner, list | tuple) or getattr(inner, "ndim", None) == 1:
+        return (len(x), len(inner))  # rows
+    return (len(x),) if getattr(inner, "ndim", 0) == 0 else ()  # one row of numbers
 
 
 def as_distribution_pair(target, draft, *, atol=None, allow_exact=False, copy=True):

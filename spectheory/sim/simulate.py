@@ -128,7 +128,7 @@ def _check_uniforms(u, shape, name):
     bad = ~((arr >= 0) & (arr < 1))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InvalidParameterError(f"{name}[{idx}] = {arr[idx]!r} is not in [0, 1)")
+        raise InvalidParameterError(f"{name}[{idx}] = {float(arr[idx])!r} is not in [0, 1)")
     return np.ascontiguousarray(arr)
 
 

@@ -27,7 +27,7 @@ HALF = np.full(3, 0.5)
         (P, Q, [0], HALF, InvalidParameterError, "n >= 2"),
         (P, Q, [0.0, 1.0], HALF, InvalidParameterError, "integer array"),
         (P, Q, [0, 1], [0.5, 0.5], ShapeMismatchError, "u must have shape (3,)"),
-        (P, Q, [0, 1], [0.5, 1.0, 0.2], InvalidParameterError, "u[1] = 1.0 is not in [0, 1)"),
+        (P, Q, [0, 1], [0.5, 1.0, 0.2], InvalidParameterError, "u[(1,)] = 1.0 is not in [0, 1)"),
         (P, np.array([0.6, 0.4, 0.0]), [0, 2], HALF, InvalidParameterError, "probability 0"),
         (2 * P, Q, [0, 1], HALF, InvalidDistributionError, "target sums to 2.0"),
         (np.array([0.5, -0.1, 0.6]), Q, [0, 1], HALF, InvalidDistributionError, "negative"),
