@@ -100,11 +100,15 @@ def run_train(args) -> int:
     log.info("building the corpus (the target samples its training continuations once) ...")
     corpus = build_corpus(loaded, corpus_settings, progress=not args.quiet)
     log.info(
-        f"corpus: {len(corpus.sequences)} sequences, {corpus.num_loss_tokens} training positions, "
+        f"corpus: {len(corpus.sequences)} sequences, {corpus.num_loss_tokens} assistant tokens, "
         f"sha256 {corpus.sha256[:16]}",
     )
     states = A.teacher_states(loaded, corpus, [int(args.layer)], progress=not args.quiet)
-    log.info(f"teacher pass done ({time.perf_counter() - t0:.0f} s); training ...")
+    # One more position per sequence than assistant tokens: the last one, after the reply.
+    log.info(
+        f"teacher pass done ({time.perf_counter() - t0:.0f} s): {states.num_positions} "
+        "training positions; training ...",
+    )
     adapter = A.train_adapter(loaded, states, int(args.layer), settings, progress=not args.quiet)
     meta = adapter.metadata
     log.info(
@@ -115,6 +119,7 @@ def run_train(args) -> int:
     extra = {
         "corpus_settings": dataclasses.asdict(corpus_settings),
         "corpus_positions": corpus.num_loss_tokens,
+        "corpus_training_positions": states.num_positions,
     }
     if not args.no_eval:
         log.info("evaluating on the 38 held-out prompts ...")

@@ -396,6 +396,8 @@ class TeacherStates:
 
     @property
     def num_positions(self) -> int:
+        """Training positions, ``loss_start[s] .. n_s - 1`` of every sequence: the corpus's
+        assistant tokens (:attr:`.corpus.Corpus.num_loss_tokens`) plus one per sequence."""
         return int(sum(f.shape[0] for f in self.final))
 
     def select(self, indices) -> TeacherStates:

@@ -229,7 +229,12 @@ class Corpus:
 
     @property
     def num_loss_tokens(self) -> int:
-        """Positions that carry a training label (assistant tokens)."""
+        """Assistant tokens: positions ``loss_start .. len - 2``, whose next token is the reply's.
+
+        Adapter training uses one position more per sequence (its last, where the target's
+        distribution after the reply is a label as well): see
+        :attr:`spectheory.lm.adapters.TeacherStates.num_positions`.
+        """
         return int(sum(s.size - 1 - b for s, b in zip(self.sequences, self.loss_start.tolist())))
 
     @property

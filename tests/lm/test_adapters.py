@@ -40,6 +40,11 @@ def test_corpus_is_deterministic_chat_formatted_and_held_out(smol, tiny):
         assert seq[b - len(start) + 1 : b + 1].tolist() == start
     sizes = [s.size - 1 - b for s, b in zip(corpus.sequences, corpus.loss_start)]
     assert corpus.num_loss_tokens == sum(sizes)
+    # training reads one position more per sequence (its last); the CLI reports both counts
+    states = tiny[1]
+    assert states.num_positions == corpus.num_loss_tokens + len(corpus.sequences)
+    trained = sum(s.size - b for s, b in zip(corpus.sequences, corpus.loss_start))
+    assert states.num_positions == trained
     with pytest.raises(stt.InvalidParameterError, match="max_len"):
         CorpusSettings(max_len=10)
 
