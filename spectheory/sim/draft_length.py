@@ -59,13 +59,14 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._errors import InvalidParameterError
-from .._validate import check_positive_int
+from .._validate import check_positive_int, real_array
 from ..solvers._result import SolverResult
 
 __all__ = [
@@ -132,7 +133,7 @@ class Threshold:
     def __post_init__(self):
         if isinstance(self.h, bool) or not isinstance(self.h, numbers.Real):
             raise InvalidParameterError(f"h must be a real number; got {self.h!r}")
-        if not np.isfinite(self.h):
+        if not math.isfinite(float(self.h)):  # float(): np.isfinite refuses a Fraction
             raise InvalidParameterError(f"h must be finite; got {self.h!r}")
 
     @property
@@ -193,7 +194,8 @@ def _as_sequences(beta, name="beta"):
         seqs = [seqs]
     out = []
     for j, b in enumerate(seqs):
-        arr = np.asarray(b, dtype=np.float64)
+        # Entry by entry: a bool or a string ("0.5") is refused, not coerced to a number.
+        arr = real_array(b, f"{name}[{j}]")
         if arr.ndim != 1 or arr.size == 0:
             raise InvalidParameterError(
                 f"{name}[{j}] must be a non-empty 1-D array; got shape {arr.shape}"
@@ -211,7 +213,13 @@ def _as_sequences(beta, name="beta"):
 
 
 def _check_c(c):
-    if isinstance(c, bool) or not isinstance(c, numbers.Real) or not np.isfinite(c) or c < 0:
+    # math.isfinite(float(c)): np.isfinite raised a bare TypeError on a Fraction.
+    if (
+        isinstance(c, bool)
+        or not isinstance(c, numbers.Real)
+        or not math.isfinite(float(c))
+        or c < 0
+    ):
         raise InvalidParameterError(f"c must be a finite number >= 0; got {c!r}")
     return float(c)
 
@@ -475,7 +483,7 @@ def compare_policies(
         simulate_policy(beta, Threshold(float(x)), c, k_max=k_max) for x in h_grid
     ]
     if predicted is not None:
-        pred = tuple(np.asarray(p, dtype=np.float64) for p in predicted)
+        pred = tuple(real_array(p, f"predicted[{j}]") for j, p in enumerate(predicted))
         out["head_sweep"] = [
             simulate_policy(beta, Threshold(float(x), pred), c, k_max=k_max) for x in h_grid
         ]

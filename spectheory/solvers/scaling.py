@@ -252,8 +252,11 @@ def fit_log_linear(x, y, *, base=10.0, n_boot=2000, confidence=0.95, seed=0):
     r2 = 1.0 - sse / sst if sst > 0 else 1.0
     s = math.sqrt(sse / (n - 2))
 
+    # Resample the pairs in a canonical order (by x, then y): the same data set and seed
+    # give the same intervals whatever order the pairs were listed in.
+    order = np.lexsort((ys, xs))
     idx = rng.integers(0, n, size=(n_boot, n))
-    ub, yb = u[idx], ys[idx]
+    ub, yb = u[order][idx], ys[order][idx]
     ok = np.ptp(ub, axis=1) > 0
     ab, bb = _ols(ub[ok], yb[ok])
     q = [50 * (1 - confidence), 50 * (1 + confidence)]

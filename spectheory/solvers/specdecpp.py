@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -220,7 +221,8 @@ def _parse_model(acceptance, transition):
 
 
 def _check_time(x, name, positive):
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+    # numbers.Real: a Fraction was refused as "not a real number".
+    if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
         raise InvalidParameterError(f"{name} must be a real number; got {x!r}")
     x = float(x)
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
@@ -693,8 +695,9 @@ def evaluate_threshold_policy(acceptance, t_draft, h, *, t_target=1.0, transitio
     t_draft = _check_time(t_draft, "t_draft", positive=False)
     t_target = _check_time(t_target, "t_target", positive=True)
     k_max = check_positive_int(k_max, "k_max")
-    if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
+    if isinstance(h, bool | np.bool_) or not isinstance(h, numbers.Real):
         raise InvalidParameterError(f"h must be a real number; got {h!r}")
+    h = float(h)
     if math.isnan(h):  # every comparison with NaN is False: the rule would never stop
         raise InvalidParameterError(f"h must be a real number (inf allowed), not NaN; got {h!r}")
     if _n_states(v.size, k_max, T is not None) > MAX_STATES:

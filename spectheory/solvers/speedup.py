@@ -58,7 +58,7 @@ import numpy as np
 from scipy.special import lambertw
 
 from .._errors import InvalidParameterError
-from .._validate import check_choice, check_limit, check_positive_int
+from .._validate import check_choice, check_limit, check_positive_int, real_array
 from ._result import SolverResult
 
 __all__ = [
@@ -112,7 +112,14 @@ def _as_real(x, name):
                     f"{name} must be a real number or an array of real numbers; got {e!r} "
                     f"in {x!r}"
                 )
-    raw = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    try:
+        raw = np.asarray(x) if not isinstance(x, np.ndarray) else x
+    except ValueError as exc:  # a ragged list: numpy's message names no argument
+        raise InvalidParameterError(f"{name} cannot be read as an array: {exc}") from None
+    if raw.dtype == object:
+        # Fraction and other numbers.Real entries are real numbers: read them as float64
+        # (bool, str and complex entries are refused by real_array, naming the entry).
+        raw = real_array(x, name)
     if raw.dtype.kind == "b" or raw.dtype.kind not in "fiu":
         raise InvalidParameterError(
             f"{name} must be a real number or an array of real numbers; got {x!r}"
@@ -148,6 +155,13 @@ def _check_cost(x, name):
 
 
 def _check_gamma(x, name="gamma"):
+    if isinstance(x, list | tuple):
+        # np.asarray([True, 2]) is int64: the bool would pass unseen as 1.
+        for e in np.asarray(x, dtype=object).ravel():
+            if isinstance(e, bool | np.bool_):
+                raise InvalidParameterError(
+                    f"{name} must be an integer >= 0 (or an integer array); got {e!r} in {x!r}"
+                )
     raw = np.asarray(x)
     if raw.dtype.kind == "b" or raw.dtype.kind not in "iu":
         raise InvalidParameterError(
@@ -169,6 +183,27 @@ def _check_scalar_gamma(x, name="gamma"):
     if arr.ndim:
         raise InvalidParameterError(f"{name} must be a single integer here; got shape {arr.shape}")
     return int(arr)
+
+
+def _check_broadcast(**arrays):
+    """Raise, naming the arguments and their shapes, when they do not broadcast.
+
+    numpy's own error ("operands could not be broadcast together with shapes
+    (3,) (2,)") names neither the function's arguments nor which is which.
+
+    Parameters
+    ----------
+    **arrays : ndarray
+        The checked arguments by name, in the order of the signature.
+    """
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+        raise InvalidParameterError(
+            f"{' and '.join(arrays)} must broadcast against each other (numpy rules); "
+            f"got shapes {shapes}"
+        ) from None
 
 
 def _scalar_out(x, scalar):
@@ -232,6 +267,7 @@ def tokens_per_round(alpha, gamma):
     """
     a = _check_prob(alpha, "alpha")
     g = _check_gamma(gamma)
+    _check_broadcast(alpha=a, gamma=g)
     scalar = a.ndim == 0 and g.ndim == 0
     return _scalar_out(_tau(a, g), scalar)
 
@@ -314,6 +350,7 @@ def speedup(alpha, gamma, c):
     a = _check_prob(alpha, "alpha")
     g = _check_gamma(gamma)
     cc = _check_cost(c, "c")
+    _check_broadcast(alpha=a, gamma=g, c=cc)
     scalar = a.ndim == 0 and g.ndim == 0 and cc.ndim == 0
     return _scalar_out(_tau(a, g) / (g * cc + 1.0), scalar)
 
@@ -343,6 +380,7 @@ def oracle_speedup(alpha, c):
     """
     a = _check_prob(alpha, "alpha")
     cc = _check_cost(c, "c")
+    _check_broadcast(alpha=a, c=cc)
     with np.errstate(divide="ignore"):
         out = 1.0 / (1.0 - a + cc * a)
     return _scalar_out(out, a.ndim == 0 and cc.ndim == 0)
@@ -380,6 +418,7 @@ def arithmetic_increase(alpha, gamma, c_hat):
     a = _check_prob(alpha, "alpha")
     g = _check_gamma(gamma)
     ch = _check_cost(c_hat, "c_hat")
+    _check_broadcast(alpha=a, gamma=g, c_hat=ch)
     out = (g * ch + g + 1.0) / _tau(a, g)
     return _scalar_out(out, a.ndim == 0 and g.ndim == 0 and ch.ndim == 0)
 
@@ -594,6 +633,7 @@ def continuous_optimal_gamma(alpha, c):
     """
     a = _check_prob(alpha, "alpha")
     cc = _check_cost(c, "c")
+    _check_broadcast(alpha=a, c=cc)
     out = _gamma_cont(*np.broadcast_arrays(a, cc))
     return _scalar_out(out, a.ndim == 0 and cc.ndim == 0)
 
@@ -730,6 +770,7 @@ def optimal_gamma(alpha, c, *, method="marginal", gamma_max=1000):
     check_limit(gamma_max, "gamma_max", MAX_GAMMA[method], f"method={method!r}")
     a0 = _check_prob(alpha, "alpha")
     c0 = _check_cost(c, "c")
+    _check_broadcast(alpha=a0, c=c0)
     scalar = a0.ndim == 0 and c0.ndim == 0
     a, cc = (np.array(x, dtype=np.float64) for x in np.broadcast_arrays(a0, c0))
     if method == "enumerate":  # a (size, gamma_max + 1) table
@@ -813,6 +854,7 @@ def optimal_gamma_positional(acceptance, c, *, kind="conditional", method="margi
             f"(shape (..., K) with K >= 1); got shape {P.shape}"
         )
     cc = _check_cost(c, "c")
+    _check_broadcast(**{"acceptance.shape[:-1]": P[..., 0], "c": cc})
     scalar = P.ndim == 1 and cc.ndim == 0
     shape = np.broadcast_shapes(P.shape[:-1], cc.shape)
     K = P.shape[-1]
@@ -881,6 +923,7 @@ def alpha_from_tokens_per_round(tau, gamma):
     g = _check_gamma(gamma)
     if (g < 1).any():
         _raise_at("gamma", g, g < 1, "must be >= 1 to invert tau")
+    _check_broadcast(tau=t, gamma=g)
     t, g = np.broadcast_arrays(t, g)
     bad = (t < 1.0) | (t > g + 1.0)
     if bad.any():
@@ -969,5 +1012,6 @@ def implied_cost_ratio(alpha, gamma, measured_speedup):
     s = _as_real(measured_speedup, "measured_speedup")
     if (s <= 0).any():
         _raise_at("measured_speedup", s, s <= 0, "must be > 0")
+    _check_broadcast(alpha=a, gamma=g, measured_speedup=s)
     out = (_tau(a, g) / s - 1.0) / g
     return _scalar_out(out, a.ndim == 0 and g.ndim == 0 and s.ndim == 0)
