@@ -266,6 +266,13 @@ def _assert_exactly_lossless_under(v, target, draft, n, sampling, max_examples, 
             if message:
                 raise AssertionError(message + (f" (row {b})" if batched else ""))
         return
+    if sampling != "iid" and n > max_vocab:
+        # no pair searched has n tokens of draft support: every example would be assumed
+        # away and hypothesis would raise Unsatisfiable, blaming filters the user never wrote
+        raise InvalidParameterError(
+            f"n = {n} drafts with sampling={sampling!r} need n tokens of draft support, but "
+            f"max_vocab = {max_vocab}: pass max_vocab >= {n} (or a target and draft)"
+        )
     # The fixed language-model pairs first: a search of 100 examples can miss
     # a bias that only shows where a peaked target meets a draft with mass on
     # its light tail (the common case in practice).

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+import spectheory as st
 from spectheory import InvalidParameterError
 from spectheory.exact import ordered_draft_law
 from spectheory.testing import (
@@ -257,3 +258,34 @@ def test_half_an_instance_is_refused_not_ignored():
             call(accept_first, draft=q, n=1, sampling="iid")
         with pytest.raises(InvalidParameterError, match="give both target and draft, or neither"):
             call(accept_first, q, n=1, sampling="iid")
+
+
+@st.verifier(samplings=("without_replacement", "iid"),
+             n_values_by_law={"without_replacement": (2,)})  # fmt: skip
+def fresh_target(p, q, drafts, coins, *, sampling):
+    return coins.categorical(p)
+
+
+def test_default_laws_are_those_that_take_n_even_when_the_first_does_not():
+    """sampling=None checks every claimed law that takes n; the first law's n used to be
+    required, so n = 3 (i.i.d. only) was refused naming without replacement."""
+    p, q = [0.3, 0.4, 0.3], [0.6, 0.3, 0.1]
+    assert st.check_lossless(fresh_target, p, q, n=3, trials=300).sampling == "iid"
+    assert sorted(assert_lossless(fresh_target, p, q, n=3, trials=300)) == ["iid"]
+    assert_exactly_lossless(fresh_target, n=3, max_examples=5)
+    # a law that takes n is still required
+    with pytest.raises(st.InvalidParameterError, match="needs n in"):
+        st.check_lossless(st.verifier(fresh_target.function, samplings=("without_replacement",),
+                                      n_values=(2,)), p, q, n=3)  # fmt: skip
+
+
+def _fresh(p, q, drafts, coins, *, sampling):
+    return coins.categorical(p)
+
+
+@pytest.mark.parametrize("sampling", ["without_replacement", "greedy"])
+def test_more_distinct_drafts_than_the_vocabulary_searched_is_a_usage_error(sampling):
+    """It raised hypothesis's Unsatisfiable (about the user's 'filters'), not our error."""
+    with pytest.raises(InvalidParameterError, match=r"max_vocab = 4: pass max_vocab >= 5"):
+        assert_exactly_lossless(_fresh, n=5, sampling=sampling, max_examples=5)
+    assert_exactly_lossless(_fresh, n=3, sampling=sampling, max_examples=5, max_vocab=3)

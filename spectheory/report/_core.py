@@ -456,7 +456,8 @@ def section_lossless(ctx: ReportContext, page) -> None:
         cases.append((f"bug: {name}", fn, n, law, False))
     for v in ctx.verifiers:  # the user's own, under every draft law it claims (n = 2 if it can)
         for law in v.samplings:
-            n = 2 if v.supports(2, law) else (v.n_values or (1,))[0]
+            # the n it takes under this law (n_values_by_law too), or none was checked
+            n = 2 if v.supports(2, law) else (v.n_values_for(law) or (1,))[0]
             if v.supports(n, law):
                 label = f"yours: {v.name}" + (f" [{law}]" if len(v.samplings) > 1 else "")
                 cases.append((label, v, n, law, v.lossless))

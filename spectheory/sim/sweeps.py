@@ -772,7 +772,9 @@ def sweep(
         sharded, tasks, scheduler, cache_dir, retries, local_workers, numba_threads, progress,
         "sweep",
     )  # fmt: skip
-    rank = {v: k for k, v in enumerate(grid.verifiers)}
+    # rows carry the record's name: a spec naming a Verifier record keeps the record's
+    # name (as in replay), so rank by the resolved name, not by the spec
+    rank = {as_verifier(v).name: k for k, v in enumerate(grid.verifiers)}
     return _assemble(results, len(sharded), lambda r: rank[r["verifier"]])
 
 

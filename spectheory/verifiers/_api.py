@@ -50,10 +50,15 @@ def laws_to_check(verifier, n, sampling):
     :func:`spectheory.check_lossless`, the ``spectheory check`` command and the
     assertions of :mod:`spectheory.testing` take their laws from here.
     """
-    v, first = check_verifier_law(verifier, n, sampling)
     if sampling is not None:
+        v, first = check_verifier_law(verifier, n, sampling)
         return v, [first]
-    return v, [law for law in v.samplings if v.supports(n, law)]
+    # every claimed law that takes n: the first law need not be one of them
+    v = as_verifier(verifier)
+    laws = [law for law in v.samplings if v.supports(n, law)]
+    if not laws:
+        check_verifier_law(v, n, None)  # raises, naming the n the first law takes
+    return v, laws
 
 
 def check_instance(verifier, target, draft, n, sampling):

@@ -276,6 +276,14 @@ class Verifier:
             raise InvalidParameterError(
                 f"verifier {self.name!r} lists unknown draft laws {bad or self.samplings!r}"
             )
+        if self.closed_form is not None and not self.closed_form_samplings:
+            # closed_form_for() answers only for the laws listed: with none, the closed
+            # form was stored and never used (replay's `exact` empty, acceptance refused)
+            raise InvalidParameterError(
+                f"verifier {self.name!r} has a closed_form but no closed_form_samplings: "
+                f"name the draft laws it covers, e.g. closed_form_samplings=('iid',) (of "
+                f"its samplings {self.samplings})"
+            )
         if not set(self.closed_form_samplings) <= set(self.samplings):
             raise InvalidParameterError(
                 f"verifier {self.name!r}: closed_form_samplings {self.closed_form_samplings} "

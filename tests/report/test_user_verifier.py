@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+import spectheory as st
 from spectheory._errors import InvalidParameterError
 from spectheory.report._core import (
     ReportContext,
@@ -96,3 +97,35 @@ def test_report_sections_include_the_users_verifiers(user_module, tmp_path, monk
     assert verdicts["yours: my_sd [greedy]"].startswith("lossy")
     assert all(verdicts[f"yours: first_draft [{law}]"].startswith("lossy")
                for law in ("iid", "without_replacement", "greedy"))  # fmt: skip
+
+
+@st.verifier(samplings=("iid", "without_replacement"),
+             n_values_by_law={"without_replacement": (3,)})  # fmt: skip
+def fresh_target(p, q, drafts, coins, *, sampling):
+    return coins.categorical(p)
+
+
+def test_lossless_section_checks_laws_with_their_own_n(tmp_path, monkeypatch):
+    """n = 3 only without replacement (n_values_by_law): that law was skipped in silence
+    (the section read n_values alone, found n = 1 unsupported and checked nothing)."""
+    import spectheory.sim.bugzoo
+    import spectheory.sim.check
+
+    real = spectheory.sim.check.check_lossless
+    seen = []
+
+    def few_trials(fn, *args, **kwargs):
+        seen.append((getattr(fn, "name", fn), kwargs["n"], kwargs["sampling"]))
+        return real(fn, *args, **{**kwargs, "trials": 200})
+
+    monkeypatch.setattr(spectheory.sim.check, "check_lossless", few_trials)
+    monkeypatch.setattr(spectheory.sim.bugzoo, "BUGS", {})
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False,
+                        trace=synthetic_trace(positions=12, vocab=30),
+                        verifiers=(fresh_target,))  # fmt: skip
+    section_lossless(ctx, Page("test"))
+    mine = [s for s in seen if s[0] == "fresh_target"]
+    assert mine == [("fresh_target", 2, "iid"), ("fresh_target", 3, "without_replacement")]
+    verdicts = ctx.summary["lossless"]["verdicts"]
+    both = {"yours: fresh_target [iid]", "yours: fresh_target [without_replacement]"}
+    assert both <= set(verdicts)

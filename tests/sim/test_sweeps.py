@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
+import textwrap
 from typing import ClassVar
 
 import numpy as np
@@ -22,6 +24,7 @@ from distributed import Client, LocalCluster
 
 import spectheory as stt
 from spectheory._errors import InvalidParameterError
+from spectheory.lm import Trace
 from spectheory.lm.shards import shard_trace
 from spectheory.sim import sweeps as sweep_module
 from spectheory.sim.replay import replay
@@ -376,3 +379,30 @@ def test_command_line(splits, tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == BOUND_COLUMNS
     assert [float(r["bound"]) for r in rows] == [r["bound"] for r in sweep_bounds(splits[2], grid)]
+
+
+def test_sweep_takes_a_spec_naming_a_verifier_record(tmp_path, monkeypatch):
+    """The rows are named by the record (as replay names them); the final sort used to look
+    them up by the spec and died with a KeyError after computing every piece."""
+    (tmp_path / "rec_verifiers_t1.py").write_text(textwrap.dedent('''
+        import spectheory as st
+
+        @st.verifier(samplings=("iid",), n_values=(1,))
+        def first_draft(p, q, drafts, coins, *, sampling):
+            return drafts[0]
+    '''))
+    monkeypatch.chdir(tmp_path)
+    try:
+        rng = np.random.default_rng(0)
+        P, Q = rng.dirichlet(np.ones(5), size=4), rng.dirichlet(np.ones(5), size=4)
+        tr = Trace.from_arrays(P, {"d": Q}, kind="probs")
+        spec = "rec_verifiers_t1:first_draft"
+        grid = SweepGrid(ns=(1,), samplings=("iid",), verifiers=(spec, "sd"), trials=20)
+        shard_trace(tr, tmp_path / "shards", max_shard_bytes=10_000)
+        table = sweep(tmp_path / "shards", grid)
+        expected = replay(tr, ns=(1,), samplings=("iid",), verifiers=[spec, "sd"], trials=20)
+        # repr: the `exact` column is NaN (no closed form), and NaN != NaN
+        assert repr([{k: v for k, v in r.items() if k != "shard"} for r in table]) == repr(expected)
+        assert [r["verifier"] for r in table] == ["first_draft"] * 4 + ["sd"] * 4
+    finally:
+        sys.modules.pop("rec_verifiers_t1", None)

@@ -370,3 +370,21 @@ def test_a_record_keeps_good_facts_normalised():
     assert w.n_values_for("iid") == (1, 2, 3) and w.n_values_for("without_replacement") == (2,)
     assert w.supports(3, "iid") and not w.supports(3, "without_replacement")
     assert hash(w) == hash(w)  # a frozen record stays hashable
+
+
+def _overlap(p, q, n, sampling):
+    return float(np.minimum(p, q).sum())
+
+
+def _first(p, q, drafts, coins, *, sampling):
+    return drafts[0]
+
+
+def test_a_closed_form_without_its_laws_is_refused_not_ignored():
+    """closed_form_samplings defaulted to (): the closed form was stored and never used."""
+    with pytest.raises(stt.InvalidParameterError, match="closed_form_samplings"):
+        stt.verifier(_first, samplings=("iid",), closed_form=_overlap)
+    v = stt.verifier(_first, samplings=("iid",), closed_form=_overlap,
+                    closed_form_samplings=("iid",))  # fmt: skip
+    assert v.closed_form_for("iid") is _overlap
+    assert stt.verifier(_first).closed_form_for("iid") is None  # no closed form: fine
