@@ -380,7 +380,9 @@ def multinomial_gof(counts, probs, min_expected: float = MIN_EXPECTED) -> GofRes
     ``m = 1, 3, 7, 15, ...`` cells of largest expected count kept apart and the
     rest merged into one cell, and all ``k`` cells.  The p-value is the
     Bonferroni combination :math:`\min(1, J \min_j b_j)` of their bounds
-    :math:`b_j`: valid at every level, since each :math:`b_j` is.
+    :math:`b_j`: valid at every level, since each :math:`b_j` is.  When the pooling merged
+    cells, the unpooled cells are one more partition (the bound needs no minimum count), so
+    a bias among the rare tokens of the pooled cell is not invisible.
 
     Pearson's chi-square tail is only an approximation: a check rejects at
     ``alpha / m``, often below 1e-8, where with 5 expected outputs in a cell it
@@ -415,19 +417,26 @@ def multinomial_gof(counts, probs, min_expected: float = MIN_EXPECTED) -> GofRes
     _refuse_impossible(counts, probs)
     obs, exp = pool_cells(counts, probs, min_expected)
     k = obs.size
-    if k < 2:
-        return GofResult(0.0, 1.0, 0, int(k))
-    order = np.argsort(-exp, kind="stable")
-    obs, exp = obs[order], exp[order]
-    sizes = nested_partition_sizes(k)
     bounds = []
-    for m in sizes[:-1]:
-        o = np.append(obs[:m], obs[m:].sum())
-        e = np.append(exp[:m], exp[m:].sum())
-        bounds.append(kl_tail_bound(_g_statistic(o, e) / 2.0, m + 1))
-    g = _g_statistic(obs, exp)
-    bounds.append(kl_tail_bound(g / 2.0, k))
-    return GofResult(g, min(1.0, len(sizes) * min(bounds)), int(k - 1), int(k))
+    g = 0.0
+    if k >= 2:
+        order = np.argsort(-exp, kind="stable")
+        obs, exp = obs[order], exp[order]
+        for m in nested_partition_sizes(k)[:-1]:
+            o = np.append(obs[:m], obs[m:].sum())
+            e = np.append(exp[:m], exp[m:].sum())
+            bounds.append(kl_tail_bound(_g_statistic(o, e) / 2.0, m + 1))
+        g = _g_statistic(obs, exp)
+        bounds.append(kl_tail_bound(g / 2.0, k))
+    # The bound is valid at every cell size, so the unpooled cells are one more partition:
+    # without it a bias inside the pooled cell (rare tokens) is invisible at any size.
+    pos = probs > 0
+    if np.count_nonzero(pos) > max(k, 1):
+        raw = _g_statistic(counts[pos], counts.sum() * probs[pos])
+        bounds.append(kl_tail_bound(raw / 2.0, int(np.count_nonzero(pos))))
+    if not bounds:
+        return GofResult(0.0, 1.0, 0, int(k))
+    return GofResult(g, min(1.0, len(bounds) * min(bounds)), int(max(k - 1, 0)), int(k))
 
 
 def nested_partition_sizes(cells: int) -> list:
@@ -635,11 +644,15 @@ def detectable_tv(trials: int, bins: int, alpha: float, power: float = 0.99) -> 
     >>> round(detectable_tv(20_000, 10, 1e-6), 3)
     0.037
     """
-    df = max(int(bins) - 1, 1)
-    # The full partition alone, at its Bonferroni share of alpha (a lower bound on the power).
-    crit = 2.0 * kl_critical(df + 1, alpha / len(nested_partition_sizes(df + 1)))
+    if int(bins) < 2:
+        return math.inf  # everything pooled into one cell: no power on the pooled cells
+    df = int(bins) - 1
+    # The full partition alone, at its Bonferroni share of alpha (a lower bound on the power;
+    # + 1 for the unpooled partition that multinomial_gof adds when it pooled).
+    crit = 2.0 * kl_critical(df + 1, alpha / (len(nested_partition_sizes(df + 1)) + 1))
     lo, hi = 0.0, 1.0
     while stats.ncx2.sf(crit, df, hi) < power:
         lo, hi = hi, 2 * hi
     lam = optimize.brentq(lambda x: stats.ncx2.sf(crit, df, x) - power, lo, hi, rtol=1e-12)
-    return math.sqrt(lam / (4 * trials))
+    tv = math.sqrt(lam / (4 * trials))
+    return tv if tv <= 1.0 else math.inf  # a TV is at most 1: no bias is detected reliably
