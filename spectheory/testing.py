@@ -428,9 +428,9 @@ def assert_lossless(
         if target is None and law != "iid":  # distinct drafts need n tokens of mass
             keep = np.count_nonzero(cols, axis=1) >= n
             rows, cols = rows[keep], cols[keep]
-        report = check_lossless(
-            v, rows, cols, n, law, trials=trials or DEFAULT_TRIALS, alpha=share, rng=rng
-        )
+        # `trials or DEFAULT` ran 20,000 trials for trials=0 instead of refusing it
+        count = DEFAULT_TRIALS if trials is None else trials
+        report = check_lossless(v, rows, cols, n, law, trials=count, alpha=share, rng=rng)
         if report.lossy:
             raise AssertionError(
                 f"verifier {v.name!r} is not lossless with sampling={law!r} ({report.verdict}) "

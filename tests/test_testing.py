@@ -289,3 +289,9 @@ def test_more_distinct_drafts_than_the_vocabulary_searched_is_a_usage_error(samp
     with pytest.raises(InvalidParameterError, match=r"max_vocab = 4: pass max_vocab >= 5"):
         assert_exactly_lossless(_fresh, n=5, sampling=sampling, max_examples=5)
     assert_exactly_lossless(_fresh, n=3, sampling=sampling, max_examples=5, max_vocab=3)
+
+
+def test_zero_trials_are_refused_not_replaced_by_the_default():
+    """``trials or DEFAULT_TRIALS`` ran 20,000 trials for ``trials=0``."""
+    with pytest.raises(InvalidParameterError, match="trials must be >= 1; got 0"):
+        assert_lossless(_fresh, [0.5, 0.5], [0.3, 0.7], n=1, trials=0)
