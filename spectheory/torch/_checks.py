@@ -3,10 +3,10 @@
 * Probabilities: a floating tensor (float16, bfloat16, float32, float64) of the
   stated shape, finite, non-negative, each row summing to 1 within
   :data:`spectheory._validate.SUM_TOLERANCE` of its dtype.  Rows are returned
-  in float64 and renormalised when their sum is not exactly 1.  The row sum is
-  the sequential sum (the last entry of :func:`torch.cumsum`), which on the CPU
-  is the sum :func:`spectheory._validate.as_distribution` uses, so both
-  renormalise a row identically.
+  in float64 and renormalised unless every row's sum is 1 within its rounding
+  bound (:func:`spectheory._validate.sum_rounding_bound`).  The row sum adds
+  four sequential lanes as :func:`spectheory._validate_kernels.row_stats` does,
+  so on the CPU both checks keep or renormalise a row identically.
 * Token ids: an integer tensor of the stated shape with values in ``[0, V)``.
 * Uniforms: a floating tensor of the stated shape with values in ``[0, 1)``.
 * Every tensor on one device.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from .._errors import InvalidDistributionError, InvalidParameterError, ShapeMismatchError
-from .._validate import SUM_TOLERANCE
+from .._validate import SUM_TOLERANCE, sum_rounding_bound
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -86,7 +86,7 @@ def check_probabilities(x, name, ndim, *, atol=None):
             f"{name} has {kind} entry {v!r} at index {where} (row {where[:-1]}, token {where[-1]})"
         )
     tol = SUM_TOLERANCE[str(x.dtype).removeprefix("torch.")] if atol is None else atol
-    sums = torch.cumsum(rows, dim=-1)[..., -1]
+    sums = _row_sums(rows)
     off = (sums - 1.0).abs() > tol
     if bool(off.any()):
         flat = int(torch.nonzero(off.reshape(-1))[0, 0])
@@ -95,9 +95,30 @@ def check_probabilities(x, name, ndim, *, atol=None):
             f"{name} row {where} sums to {float(sums.reshape(-1)[flat])!r}, not 1 "
             f"(tolerance {tol:g} for {x.dtype})"
         )
-    if bool((sums == 1.0).all()):
+    if bool(((sums - 1.0).abs() <= sum_rounding_bound(rows.shape[-1])).all()):
+        # as_distribution's rule: a sum within its own rounding bound of 1 is left alone
         return rows  # never written to: sharing memory with a float64 input is safe
     return rows / sums[..., None]
+
+
+def _row_sums(rows):
+    """Row sums added as :func:`spectheory._validate_kernels.row_stats` adds them.
+
+    Four sequential lanes over the first ``V - V % 4`` entries, ``(s0 + s1) + (s2 + s3)``,
+    then the tail in sequence: on the CPU (sequential :func:`torch.cumsum`) the sum, and so
+    the renormalised rows, are those of :func:`spectheory._validate.as_distribution`.
+    """
+    V = rows.shape[-1]
+    V4 = V - V % 4
+    lanes = torch.cumsum(rows[..., :V4].reshape(*rows.shape[:-1], V4 // 4, 4), dim=-2)
+    if V4:
+        last = lanes[..., -1, :]
+        total = (last[..., 0] + last[..., 1]) + (last[..., 2] + last[..., 3])
+    else:
+        total = torch.zeros(rows.shape[:-1], dtype=rows.dtype, device=rows.device)
+    for i in range(V4, V):
+        total = total + rows[..., i]
+    return total
 
 
 def check_device(device, **tensors):
