@@ -44,7 +44,17 @@ def run(args) -> int:
 
     if args.trace:
         reject_with_trace(args)
-    settings = trace_settings(args) if any(f in vars(args) for f in FIELDS) else None
+    settings = None
+    if any(f in vars(args) for f in FIELDS):
+        # the options given change the report's own trace (quick or full, the report's drafts),
+        # not TraceSettings' defaults (38 prompts x 24 tokens, no quant:Q4_0 nor adapters)
+        import dataclasses
+
+        from ..report import _full_settings, _quick_settings
+
+        base = _quick_settings() if args.quick else _full_settings()
+        given = vars(trace_settings(args))
+        settings = dataclasses.replace(base, **{f: given[f] for f in FIELDS if f in vars(args)})
     if settings is not None:
         log.info(f"report on model {settings.model}, drafts {', '.join(settings.drafts)}")
     jobs = args.jobs if args.jobs is not None else min(2, _cores())
