@@ -175,8 +175,9 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
         if n not in WOR_N_VALUES:
             raise InvalidParameterError(
                 f"the optimal verifier takes n in {WOR_N_VALUES} with "
-                f"sampling='without_replacement'; got n={n} (for small draft supports, "
-                "'khisti' and 'optimal_lp' reach the bound)"
+                f"sampling='without_replacement'; got n={n} (when the draft's support is small, "
+                "as with top-k or n-gram drafts, 'khisti' and 'optimal_lp' (a transport LP "
+                "over the draft sets) and 'random_utility' reach the bound at any vocabulary)"
             )
         return pair_scores(p, q, drafts, coins, sampling=sampling)
     pl = optimal_plan(p, q, n)
