@@ -404,7 +404,8 @@ def build_corpus(
         continuations of :func:`training_prompts`.
     settings : CorpusSettings, optional
     cache : bool
-        Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``
+        Reuse / store the sampled continuations in ``cache_dir()/corpus/<key>.npz``, the key
+        naming the settings and the model's weights and tokenizer
         (``<key>-cuda.npz`` for a model on a GPU, whose generator draws other tokens,
         ``<key>-bfloat16.npz`` for another dtype than float32).
     progress : bool
@@ -415,6 +416,7 @@ def build_corpus(
     Corpus
         Documentation sequences first, then sampled ones.
     """
+    from .fingerprint import weights_fingerprint
     from .trace import cache_dir
 
     settings = settings or CorpusSettings()
@@ -444,7 +446,10 @@ def build_corpus(
     dtype = str(getattr(loaded.model, "dtype", "float32")).removeprefix("torch.")
     suffix = "" if device == "cpu" else f"-{device}"
     suffix += "" if dtype == "float32" else f"-{dtype}"
-    path = cache_dir() / "corpus" / f"{_model_slug(loaded)}-{settings.key()}{suffix}.npz"
+    # The weights' fingerprint too: the name alone served one model's samples to another
+    # model under the same name (a folder's weights replaced, an edited or user-named model).
+    weights = weights_fingerprint(loaded.model, loaded.tokenizer)[:12]
+    path = cache_dir() / "corpus" / f"{_model_slug(loaded)}-{settings.key()}-{weights}{suffix}.npz"
     sseqs = sstarts = None
     if cache and path.is_file() and settings.samples_per_prompt:
         try:

@@ -17,10 +17,10 @@ Two fingerprints, both SHA-256 (hex):
     ``(path, size, mtime)``.
 :func:`weights_fingerprint`
     Of a model object in memory: per parameter and buffer (sorted by name) its
-    name, dtype, shape and 4,096 evenly strided elements, plus the tokenizer's
+    name, dtype, shape and every element's bytes, plus the tokenizer's
     vocabulary, special tokens and chat template.  It identifies in-memory
     models (which have no files) and detects a loaded model whose weights
-    differ from the file it names.
+    differ from the file it names.  About 0.4 s per 500 MB of weights.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ __all__ = ["file_fingerprint", "tokenizer_fingerprint", "weights_fingerprint"]
 _HEAD = 16 << 20
 _BLOCKS = 1024
 _BLOCK = 4096
-_ELEMENTS = 4096
 _memo: dict = {}
+#: Scheme of :func:`weights_fingerprint`, stored beside it in a trace: 2 hashes every
+#: element (1 hashed 4,096 strided ones per tensor).
+WEIGHTS_SCHEME = 2
 
 
 def _file_digest(path: Path, h) -> None:
@@ -110,11 +112,11 @@ def weights_fingerprint(model, tokenizer=None) -> str:
             if name in seen:
                 continue
             seen.add(name)
-            flat = t.detach().reshape(-1)
-            step = max(1, flat.numel() // _ELEMENTS)
-            sample = flat[::step][:_ELEMENTS].to(torch.float64).cpu().numpy()
+            # Every element: 4,096 strided ones missed an edit between them (one row of
+            # the output head), and the edited model got the other's cached trace.
+            data = t.detach().reshape(-1).contiguous().cpu().view(torch.uint8).numpy()
             h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
-            h.update(sample.tobytes())
+            h.update(memoryview(data))
     if tokenizer is not None:
         h.update(tokenizer_fingerprint(tokenizer).encode())
     return h.hexdigest()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import numbers
 import sys
@@ -45,6 +46,8 @@ from .cache import cache_dir
 from .draft_kinds import draft_kind
 from .drafts import ngram_distribution, parse_draft
 from .prompts import encode_prompt, prompt_set
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -563,7 +566,7 @@ def record_trace(
     from .. import __version__
     from ..distributions import process_logits
     from ._loader import load_model
-    from .fingerprint import weights_fingerprint
+    from .fingerprint import WEIGHTS_SCHEME, weights_fingerprint
 
     settings = settings or TraceSettings()
     if not isinstance(settings, TraceSettings):
@@ -591,13 +594,19 @@ def record_trace(
                 f"with `spectheory cache clear --kind traces` (or delete the file) and record again"
             ) from None
         stored = trace.metadata.get("weights_fingerprint")
-        if loaded is not None and stored != weights_fingerprint(loaded.model, loaded.tokenizer):
+        current = trace.metadata.get("weights_scheme") == WEIGHTS_SCHEME
+        if loaded is not None and not current:
+            # Recorded under the sampled fingerprint, which cannot be compared with this one:
+            # recorded again (and overwritten) rather than refused.
+            _log.info(f"re-recording {path.name}: its weights fingerprint is of an older scheme")
+        elif loaded is not None and stored != weights_fingerprint(loaded.model, loaded.tokenizer):
             raise TraceError(
                 f"the cached trace {str(path)!r} was recorded from weights with fingerprint "
                 f"{str(stored)[:16]}, but the model passed as loaded ({loaded.name!r}) has other "
                 f"weights in memory (edited, or another dtype); pass cache=False"
             )
-        return trace
+        else:
+            return trace
     loaded = loaded or load_model(settings.model)
     model, tok = loaded.model, loaded.tokenizer
     # every stored draft's recorder (the registry of draft kinds), in the order of the settings
@@ -667,6 +676,7 @@ def record_trace(
         "key": key,
         "fingerprints": settings.fingerprints(loaded),
         "weights_fingerprint": weights_fingerprint(model, tok),
+        "weights_scheme": WEIGHTS_SCHEME,
         "model": {
             "name": loaded.name,
             "source": Path(loaded.source).name if loaded.source else "",

@@ -87,7 +87,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import logging
@@ -223,15 +222,27 @@ class SweepGrid:
 # --------------------------------------------------------------------------- tasks
 
 
-@functools.cache
+#: The last package digest: (the files' stamps, digest).
+_PACKAGE_DIGEST: list = [None, ""]
+
+
 def _package_digest() -> str:
-    """SHA-256 of every spectheory source file (path and content), once per process."""
+    """SHA-256 of every spectheory source file (path and content).
+
+    Memoised by the files' (path, size, mtime) stamps, not once per process: a source
+    edited and reloaded in a running session (autoreload, ``importlib.reload``) kept the
+    old digest, so the sweep served the pieces of the old code.
+    """
     root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    paths = sorted(root.rglob("*.py"))
+    stamps = tuple((str(p), st.st_size, st.st_mtime_ns) for p in paths for st in [p.stat()])
+    if _PACKAGE_DIGEST[0] != stamps:
+        h = hashlib.sha256()
+        for path in paths:
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _PACKAGE_DIGEST[:] = [stamps, h.hexdigest()]
+    return _PACKAGE_DIGEST[1]
 
 
 def code_fingerprint(verifiers=()) -> str:

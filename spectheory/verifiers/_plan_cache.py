@@ -8,12 +8,13 @@ trial.  The plan is cached by the rows' *values*:
   confirmed by comparing the rows, so a collision costs a recomputation but
   never returns another row's plan (hashing a 49,152-entry row's bytes cost
   0.3 ms a lookup);
-* Fraction (object) rows by their values, with the dtype in the key
-  (``Fraction(1, 2) == 0.5`` and both hash alike).
+* Fraction (object) rows by their values, a hit confirmed by the entries'
+  types (``Fraction(1, 2) == 0.5`` and both hash alike).
 
 The cached rows are copies, so a caller that writes to its rows later gets a
-fresh plan.  The cache is shared by the threads of a sweep's worker, hence the
-lock.
+fresh plan; the plan's arrays are made read-only, since every later caller with
+the same rows gets the same object.  The cache is shared by the threads of a
+sweep's worker, hence the lock.
 """
 
 from __future__ import annotations
@@ -30,6 +31,24 @@ def fingerprint(x):
     """Two word-sized digests of a float64 row's bits (a hint: hits are verified)."""
     w = x.view(np.uint64)
     return int(np.bitwise_xor.reduce(w)), int(w.sum(dtype=np.uint64))
+
+
+def _freeze(plan):
+    """Make the plan's arrays (attributes, and arrays in list or tuple attributes) read-only.
+
+    The plan object is shared by every caller with the same rows: a caller that
+    wrote to one of its arrays changed the plan all later callers were served.
+    """
+    for value in getattr(plan, "__dict__", {}).values():
+        for arr in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+    return plan
+
+
+def _same_types(a, b):
+    """Whether two object rows of equal values hold the same types entry by entry."""
+    return all(type(x) is type(y) for x, y in zip(a, b))
 
 
 class RowCache:
@@ -63,7 +82,9 @@ class RowCache:
             pc = np.array(p, dtype=object)
             qc = np.array(q, dtype=object)
             key = ("exact", tuple(pc.tolist()), tuple(qc.tolist()), *extra)
-            same = lambda a, b: True  # noqa: E731  (the key holds the values)
+            # The key holds the values, but Fraction(1, 2) == 0.5 and both hash alike: a
+            # plan of float entries (float arithmetic) was served for Fraction rows.
+            same = _same_types
         else:
             pc = np.array(p, dtype=np.float64)  # a copy: the caller may write to its rows
             qc = np.array(q, dtype=np.float64)
@@ -74,7 +95,8 @@ class RowCache:
                 if same(pe, pc) and same(qe, qc):
                     self._plans.move_to_end(key)
                     return plan
-        plan = self.compute(pc, qc, *extra)
+        pc.flags.writeable = qc.flags.writeable = False  # a plan may keep them (coupling's p)
+        plan = _freeze(self.compute(pc, qc, *extra))
         with self._lock:
             self._plans.setdefault(key, []).append((pc, qc, plan))
             self._plans.move_to_end(key)

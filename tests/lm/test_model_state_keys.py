@@ -89,3 +89,75 @@ def test_a_bfloat16_model_is_quantised(folder):
 def test_an_lm_draft_that_is_no_model_is_named():
     with pytest.raises(stt.InvalidParameterError, match=r"draft 'lm:/nonexistent/model'"):
         lm.TraceSettings(drafts=("lm:/nonexistent/model",), **SETTINGS).key()
+
+
+def test_weights_fingerprint_sees_an_edit_between_sampled_elements():
+    """The fingerprint hashed 4,096 strided elements per tensor: an edit of one row of a
+    large matrix (one token's output logit) kept it, hence the ``memory:`` name and the
+    trace key, and record_trace served the unedited model's cached trace."""
+    from spectheory.lm.fingerprint import weights_fingerprint
+
+    net = torch.nn.Linear(32, 16384, bias=False)  # 524,288 elements: 1 in 128 was sampled
+    before = weights_fingerprint(net)
+    with torch.no_grad():
+        net.weight[2, 5] += 1.0  # element 69, between the samples 0 and 128
+    assert weights_fingerprint(net) != before
+
+
+def test_a_corpus_is_not_served_to_another_model_of_the_same_name(tmp_cache):
+    """The corpus cache was keyed by the model's name: another model under that name (a
+    folder's weights replaced, a user-named model in memory) got the first one's samples."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from spectheory.lm.corpus import CorpusSettings, build_corpus
+
+    V = 512
+    vocab = {"<unk>": 0, "</s>": 1, **{f"w{i}": i for i in range(2, V)}}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", eos_token="</s>")
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+
+    def model(seed):
+        torch.manual_seed(seed)
+        cfg = LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                          eos_token_id=1)  # fmt: skip
+        net = LlamaForCausalLM(cfg).eval()
+        with torch.no_grad():
+            net.lm_head.weight.mul_(300.0)  # peaked laws: the two models sample apart
+        return lm.LoadedModel.from_model(net, tok, name="my-model")
+
+    settings = CorpusSettings(doc_sequences=0, prompts=1, samples_per_prompt=1,
+                              sampled_tokens=8)  # fmt: skip
+    build_corpus(model(0), settings)
+    got = build_corpus(model(1), settings).sequences[0]
+    want = build_corpus(model(1), settings, cache=False).sequences[0]
+    assert np.array_equal(got, want)
+
+
+def test_a_trace_cached_under_the_older_weights_scheme_is_recorded_again(folder, tmp_cache):
+    """Traces cached when the fingerprint sampled 4,096 elements a tensor hold a fingerprint
+    that the full one never equals: recorded again and overwritten, not refused (the report
+    would have stopped on every upgraded cache); a current-scheme mismatch is still refused."""
+    from spectheory.lm.fingerprint import WEIGHTS_SCHEME
+    from spectheory.lm.trace import trace_cache_path
+
+    settings = lm.TraceSettings(model=folder, drafts=("exit:1",), **SETTINGS)
+    f32 = lm.load_model(folder)
+    first = lm.record_trace(settings, loaded=f32, progress=False)
+    assert first.metadata["weights_scheme"] == WEIGHTS_SCHEME
+    path = trace_cache_path(settings.key(f32))
+    old = lm.load_trace(path)
+    del old.metadata["weights_scheme"]
+    old.metadata["weights_fingerprint"] = "0" * 64  # what the sampled scheme stored
+    old.save(path)
+    again = lm.record_trace(settings, loaded=f32, progress=False)
+    assert again.metadata["weights_scheme"] == WEIGHTS_SCHEME
+    np.testing.assert_array_equal(again.target_logits, first.target_logits)
+    assert lm.load_trace(path).metadata["weights_scheme"] == WEIGHTS_SCHEME  # overwritten
+    with torch.no_grad():
+        next(f32.model.parameters()).add_(1.0)  # edited in memory: same key, other weights
+    with pytest.raises(stt.TraceError, match="other weights in memory"):
+        lm.record_trace(settings, loaded=f32, progress=False)

@@ -197,3 +197,30 @@ def test_a_value_without_a_digest_makes_every_sweep_recompute(
         assert counted.calls == 1
     assert any("_LOCK" in r.getMessage() and "no deterministic digest" in r.getMessage()
                for r in caplog.records)  # fmt: skip
+
+
+def test_package_digest_follows_a_source_edited_in_a_running_process(tmp_path):
+    """The digest was taken once per process: a spectheory source edited and reloaded
+    (autoreload, importlib.reload) kept the old key, and the sweep served the old code's
+    pieces.  Run on a copy of the package, in a child process."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    shutil.copytree(Path(stt.__file__).parent, tmp_path / "spectheory",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    child = (
+        "import spectheory.sim.sweeps as s, spectheory.verifiers.single as m\n"
+        "from pathlib import Path\n"
+        f"assert Path(m.__file__).is_relative_to({str(tmp_path)!r}), m.__file__\n"
+        "a = s._package_digest()\n"
+        "f = Path(m.__file__); f.write_text(f.read_text() + '\\nEDITED = 1\\n')\n"
+        "print(a != s._package_digest())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         cwd=tmp_path,  # not the checkout's folder: -c puts the cwd first
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         check=True, timeout=120)  # fmt: skip
+    assert out.stdout.split()[-1] == "True", out.stderr

@@ -123,8 +123,8 @@ def test_row_cache_confirms_a_digest_hit_and_copies_the_rows(monkeypatch):
     assert a is not b and len(calls) == 2
     assert cache(p1.copy(), q1.copy(), 2) is a and len(calls) == 2
     assert cache(p1, q1, 3) is not a  # the extra arguments are part of the key
-    calls[0][0][0] = 9.0  # the cached copy, not the caller's row
-    assert p1[0] == 0.3
+    # the cached copy, not the caller's row, and read-only (a plan may hand it out)
+    assert not np.shares_memory(calls[0][0], p1) and not calls[0][0].flags.writeable
     p1[0], p1[1] = 0.4, 0.6  # the caller writes to its row: a new plan
     assert cache(p1, q1, 2) is not a
 
@@ -165,3 +165,23 @@ def test_row_cache_under_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_row_cache_plans_are_read_only_for_their_callers():
+    """A caller writing to a served plan's array changed every later caller's plan."""
+    from spectheory.verifiers.coupling import clear_transport_cache
+    from spectheory.verifiers.optimal import clear_plan_cache, optimal_plan
+
+    p, q = np.array([0.5, 0.25, 0.125, 0.125]), np.full(4, 0.25)
+    clear_transport_cache()
+    _, _, r = transport_plan(p, q, 2, "iid")
+    want = r.copy()
+    with pytest.raises(ValueError, match="read-only"):
+        r *= 2.0
+    assert np.array_equal(transport_plan(p, q, 2, "iid")[2], want)
+    clear_plan_cache()
+    pl = optimal_plan(p, q, 2)
+    want = pl.residual.copy()
+    with pytest.raises(ValueError, match="read-only"):
+        pl.residual[:] = 0.0
+    assert np.array_equal(optimal_plan(p, q, 2).residual, want)

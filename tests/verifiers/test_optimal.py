@@ -416,3 +416,17 @@ def test_plan_cache_under_threads():
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda r: opt.optimal_plan(r[0], r[1], 3).alpha, rows * 3))
     np.testing.assert_allclose(got, expected * 3, rtol=0, atol=1e-12)
+
+
+def test_plan_cache_tells_fraction_rows_from_float_rows_of_equal_value():
+    """Fraction(1, 2) == 0.5 and hashes alike: an object row of floats' plan (float
+    arithmetic) was served for the Fraction row of the same values."""
+    from spectheory.verifiers import optimal as opt
+
+    q = np.array([F(7, 19), F(6, 19), F(3, 19), F(3, 19)], dtype=object)
+    p_float = np.array([0.0625, 0.4375, 0.25, 0.25], dtype=object)
+    p_exact = np.array([F(1, 16), F(7, 16), F(1, 4), F(1, 4)], dtype=object)
+    opt.clear_plan_cache()
+    opt.optimal_plan(p_float, q, 2)
+    alpha = opt.optimal_plan(p_exact, q, 2).alpha
+    assert type(alpha) is F and alpha == F(5353, 5776)
