@@ -5,16 +5,12 @@ Two fingerprints, both SHA-256 (hex):
 :func:`file_fingerprint`
     Of the files a model is loaded from, without loading it: for each file
     (a GGUF or safetensors file, or every file of a Hugging Face folder, by
-    sorted relative name): its name and size; its header (a safetensors
-    file's 8-byte length and JSON header exactly; otherwise its first
-    16 MiB, which holds a GGUF file's metadata and vocabulary); files up to
-    16 MiB (configs, tokenizers) whole; and for larger files 1,024 blocks of
-    4 KiB at evenly spaced offsets.  Reading ~20 MiB per weight file takes
-    milliseconds; any change of the header (dtypes, shapes, names, the GGUF
-    vocabulary) or of the configuration or tokenizer files changes it, and
-    so does any edit of the weights that touches a sampled block (a
-    fine-tuned model changes every block).  Results are memoised by
-    ``(path, size, mtime)``.
+    sorted relative name) its name, size and every byte.  Hashing reads about
+    1 GB/s (0.09 s for SmolLM2's 98 MB GGUF file), once per file and process:
+    results are memoised by ``(path, size, mtime)``.  Any edit changes it; an
+    earlier form read the header and 1,024 sampled blocks of 4 KiB, and an edit
+    of one small tensor (a norm's weights) between them kept the key, so the
+    edited model was served the unedited model's cached trace.
 :func:`weights_fingerprint`
     Of a model object in memory: per parameter and buffer (sorted by name) its
     name, dtype, shape and every element's bytes, plus the tokenizer's
@@ -33,9 +29,8 @@ from .._errors import InvalidParameterError
 
 __all__ = ["file_fingerprint", "tokenizer_fingerprint", "weights_fingerprint"]
 
-_HEAD = 16 << 20
-_BLOCKS = 1024
-_BLOCK = 4096
+#: Bytes read at a time while hashing a file.
+_CHUNK = 16 << 20
 _memo: dict = {}
 #: Scheme of :func:`weights_fingerprint`, stored beside it in a trace: 2 hashes every
 #: element (1 hashed 4,096 strided ones per tensor).
@@ -43,20 +38,10 @@ WEIGHTS_SCHEME = 2
 
 
 def _file_digest(path: Path, h) -> None:
-    size = path.stat().st_size
-    h.update(f"{path.name}\0{size}\0".encode())
+    h.update(f"{path.name}\0{path.stat().st_size}\0".encode())
     with open(path, "rb") as f:
-        head = f.read(min(size, _HEAD))
-        if path.suffix == ".safetensors" and len(head) >= 8:
-            n = int.from_bytes(head[:8], "little")
-            if 8 + n <= size and 8 + n > _HEAD:
-                f.seek(0)
-                head = f.read(8 + n)
-        h.update(head)
-        if size > _HEAD:
-            for i in range(_BLOCKS):
-                f.seek((size - _BLOCK) * i // (_BLOCKS - 1))
-                h.update(f.read(_BLOCK))
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
 
 
 def file_fingerprint(path) -> str:
