@@ -168,7 +168,8 @@ class TraceSettings:
         ``model`` names); each ``"adapter:L"`` draft's weights (a missing
         adapter raises :class:`~spectheory.TraceError` with the training
         command); each ``"lm:PATH"`` draft's files; and the prompt file's
-        bytes.  A model object in memory (no files) needs ``loaded``.
+        bytes, or the built-in prompts' texts.  A model object in memory (no files)
+        needs ``loaded``.
         """
         doc = {"format": FORMAT_VERSION, **dataclasses.asdict(self)}
         if not doc["prompt_file"]:
@@ -178,7 +179,7 @@ class TraceSettings:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def fingerprints(self, loaded=None) -> dict:
-        """The fingerprints in :meth:`key`: ``{"model", "prompt_file", draft spec: ...}``."""
+        """The fingerprints in :meth:`key`: ``{"model", "prompt_file" or "prompts", spec: ...}``."""
         from ._loader import model_source
         from .fingerprint import file_fingerprint
 
@@ -201,6 +202,11 @@ class TraceSettings:
                 pass
         if self.prompt_file:
             out["prompt_file"] = hashlib.sha256(Path(self.prompt_file).read_bytes()).hexdigest()
+        else:
+            # The built-in texts too: the settings name prompts by index, and a package whose
+            # prompt set changed would serve the traces of the old texts.
+            texts = json.dumps(prompt_set(""), sort_keys=True, default=str)
+            out["prompts"] = hashlib.sha256(texts.encode()).hexdigest()
         for d in self.drafts:
             kind, arg = draft_kind(d)
             fp = kind.fingerprint(self.model, arg)

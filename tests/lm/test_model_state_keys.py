@@ -161,3 +161,16 @@ def test_a_trace_cached_under_the_older_weights_scheme_is_recorded_again(folder,
         next(f32.model.parameters()).add_(1.0)  # edited in memory: same key, other weights
     with pytest.raises(stt.TraceError, match="other weights in memory"):
         lm.record_trace(settings, loaded=f32, progress=False)
+
+
+def test_the_key_follows_the_built_in_prompt_texts(monkeypatch):
+    """Settings name built-in prompts by index: a package whose prompt set changed kept the
+    key and served the traces of the old texts."""
+    import spectheory.lm.prompts as prompts_mod
+
+    settings = lm.TraceSettings(model="arrays:mine", drafts=("ngram:2",), **SETTINGS)
+    before = settings.key()
+    edited = list(prompts_mod.PROMPTS)
+    edited[3] = (edited[3][0], edited[3][1] + " Answer briefly.")
+    monkeypatch.setattr(prompts_mod, "PROMPTS", tuple(edited))
+    assert settings.key() != before
