@@ -73,6 +73,7 @@ from .._errors import InvalidParameterError, TraceError
 from .._threads import with_torch_threads
 from .._validate import check_positive_int
 from ._loader import model_device
+from .fingerprint import weights_fingerprint
 
 __all__ = [
     "ARCHITECTURES",
@@ -673,6 +674,10 @@ def train_adapter(
         "train_tokens": n_train,
         "tokens_seen": _tokens_seen(states, train_idx, settings),
         "model": str(loaded.name),
+        # The target's identity, not only its name (another model under one name got this
+        # adapter): its files' fingerprint, and its weights' in memory (dtype-dependent).
+        "model_fingerprint": loaded.fingerprint(),
+        "model_weights_fingerprint": weights_fingerprint(loaded.model, loaded.tokenizer),
         "validation_sequences": int(val_idx.size),
         "validation_kl_initial": kl0,
         "validation_kl": kl1,
@@ -800,6 +805,21 @@ def adapter_fingerprint(path) -> str:
     return str(_read_meta(path)["weights_sha256"])
 
 
+def _check_target(meta, loaded, path) -> None:
+    """Refuse an adapter trained on another model than ``loaded`` (files older than the
+    fingerprints in the metadata name the model only, and load as before)."""
+    if "model_fingerprint" not in meta or meta["model_fingerprint"] == loaded.fingerprint():
+        return
+    if meta.get("model_weights_fingerprint") == weights_fingerprint(loaded.model,
+                                                                    loaded.tokenizer):
+        return  # the same weights, loaded another way (from memory, or from the files)
+    raise TraceError(
+        f"adapter file {str(path)!r} was trained on another model than {loaded.name!r} (its "
+        f"fingerprint {meta['model_fingerprint'][:16]} differs from this model's); retrain it "
+        f"for this model with --force"
+    )
+
+
 def load_adapter(loaded, path) -> Adapter:
     """Load an adapter saved by :func:`save_adapter`, verifying every checksum.
 
@@ -829,6 +849,7 @@ def load_adapter(loaded, path) -> Adapter:
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise TraceError(f"adapter file {str(path)!r} has an invalid depth {depth!r}")
     layer = _check_layer(int(meta["layer"]), loaded.num_layers, depth)
+    _check_target(meta, loaded, path)
     from ._adapter_layer import empty
 
     if meta.get("arch") not in ARCHITECTURES:

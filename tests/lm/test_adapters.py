@@ -461,3 +461,21 @@ def test_prompt_bootstrap_refuses_invalid_tables_and_never_returns_nan():
     assert v == pytest.approx(24 / 44)
     (lo2, hi2), _ = E.prompt_bootstrap([many], n_boot=500, seed=np.random.default_rng(1))
     assert (lo2, hi2) == (lo, hi)
+
+
+def test_an_adapter_of_another_model_under_the_same_name_is_refused(smol, trained, tmp_path):
+    """Adapters are found by the model's name: another model under it (a folder's weights
+    replaced, a user-named model in memory) loaded this one's adapter as its own draft.  The
+    same weights loaded another way (in memory) still load it."""
+    import copy
+
+    path = A.save_adapter(trained, tmp_path / "a.safetensors")
+    assert trained.metadata["model_fingerprint"] == smol.fingerprint()
+    same = lm.LoadedModel.from_model(smol.model, smol.tokenizer, name=smol.name)
+    assert A.load_adapter(same, path).weights_sha256() == trained.weights_sha256()
+    other_model = copy.deepcopy(smol.model)
+    with torch.no_grad():
+        other_model.model.norm.weight.mul_(1.5)
+    other = lm.LoadedModel.from_model(other_model, smol.tokenizer, name=smol.name)
+    with pytest.raises(stt.TraceError, match="trained on another model"):
+        A.load_adapter(other, path)
