@@ -74,9 +74,14 @@ display(first_closed)
 # lossless iff this never exceeds $p$ (the residual then fills the rest, with total mass
 # $1 - p_{\text{acc}}$). On a token with $p/\rho \le q$, $m_\rho = p/\rho$ and the condition
 # reads $p_{\text{acc}}/\beta \le \rho$; on a token with $q < p/\rho$ it then holds
-# automatically ($q\,p_{\text{acc}}/\beta < (p/\rho)\rho = p$). Hence
+# automatically ($q\,p_{\text{acc}}/\beta < (p/\rho)\rho = p$). Hence, when some token has
+# $0 < p \le \rho q$ (for $\rho \ge 1$ some token has $p \le \rho q$; the condition fails only
+# if all of them have $p = 0$, e.g. $p = (1, 0)$, $q = (1/2, 1/2)$, where every $\rho \in [1, 2]$
+# is lossless with the same acceptance although $g(1) = 1/4 > 0$),
 #
-# $$\text{lossless} \iff g(\rho) = p_{\text{acc}}(\rho) - \rho\,\beta(\rho) \le 0 .$$
+# $$\text{lossless} \iff g(\rho) = p_{\text{acc}}(\rho) - \rho\,\beta(\rho) \le 0 ,$$
+#
+# and $g \le 0$ is sufficient in every case.
 #
 # $g$ is non-increasing ($\beta$ decreases in $\rho$, so does $p_{\text{acc}}$, while
 # $\rho\beta = \sum \min(p, \rho q)$ increases), $g(1) \ge 0$ and $g(n) \le 0$:
@@ -156,8 +161,9 @@ assert sp.nsimplify(
     rho_plus.subs({P_k: sp.Rational(7, 10), Q_k: sp.Rational(9, 10)})
 ) == sp.Rational(7, 5)
 assert kseq_rho(p_A, q_A, 2) == F(7, 5) and kseq_rho(p_A, q_A, 3) == F(7, 4)
-# n = 3 at the root: rho = 1 + (1 - beta) + (1 - beta)^2, with beta = 1/2 for instance A
-assert 1 + F(1, 2) + F(1, 4) == F(7, 4)
+# n = 3 at the root: rho = 1 + (1 - beta) + (1 - beta)^2, with beta = beta(7/4) = 1/2 for instance A
+beta_A3 = sum(min(qi, pi / F(7, 4)) for pi, qi in zip(p_A, q_A))
+assert beta_A3 == F(1, 2) and sum((1 - beta_A3) ** k for k in range(3)) == F(7, 4)
 # docs/theory.md §8.2, rows 1 and 2: (rho*, beta) = (1.342444, 0.657556) and (1.736455, 0.506795)
 row1 = (np.array([309, 177, 14]) / 500, np.array([373, 580, 47]) / 1000)
 row2 = (np.array([469, 124, 407]) / 1000, np.array([201, 275, 524]) / 1000)

@@ -121,6 +121,19 @@ for _ in range(40):
     V, n = int(rng.integers(2, 6)), int(rng.integers(2, 4))
     p, q = fractions(rng.integers(0, 6, V)), fractions(rng.integers(0, 6, V))
     pl = plan(p, q, n)
+    in_h = np.asarray(solve_bound(p, q, n, method="enumerate").certificate, dtype=bool)
+    T_set = [i for i in range(V) if not in_h[i]]
+    H_set = [i for i in range(V) if in_h[i]]
+    f_of = lambda A, q=q, n=n: 1 - (1 - sum((q[i] for i in A), F(0))) ** n  # noqa: E731
+    q_pow = lambda B, q=q, n=n: sum((q[i] for i in B), F(0)) ** n  # noqa: E731
+    for r in range(len(T_set) + 1):  # A subset of T: f(A) + p(T minus A) >= f(T)
+        for A in itertools.combinations(T_set, r):
+            rest = sum((p[i] for i in T_set if i not in A), F(0))
+            assert f_of(A) + rest >= f_of(T_set)
+    for r in range(len(H_set) + 1):  # B subset of H*: p(B) <= q(H*)^n - q(H* minus B)^n
+        for B in itertools.combinations(H_set, r):
+            pB = sum((p[i] for i in B), F(0))
+            assert pB <= q_pow(H_set) - q_pow([i for i in H_set if i not in B])
     for r in range(V + 1):
         for A in itertools.combinations(range(V), r):
             fA = 1 - (1 - sum((q[i] for i in A), F(0))) ** n
@@ -172,7 +185,9 @@ for n in (2, 4, 8):
 # $i \in \{2, 3\}$ is picked with probability $q_i q_j / (1 - q_i)$: per unit of $q_i$ this is
 # $q_j/(1 - q_i)$, which differs between the two tokens unless $q_2 = q_3$.
 # The coverage polymatroid and the bound are unchanged, but its bases need another family of
-# selection rules; `optimal` is registered for i.i.d. (and greedy, through Hu et al.'s verifier).
+# selection rules; for tier rules `optimal` is registered for i.i.d. (and greedy, through Hu et
+# al.'s verifier); for two drafts without replacement it runs the ramp score rule of the last
+# section.
 
 
 # %%
@@ -245,8 +260,8 @@ print(f"first-tier marginal = f(A) q_i / q(A) exactly on {checked} sets")
 # the polymatroid-box value is $\alpha^*$). So an optimal verifier without replacement needs
 # tiers that are not consecutive in $p/q$ order, or a different within-tier rule (the next
 # section rules out one repair); which family suffices at full vocabulary, with marginals
-# computable there, is open (see the README's verifier table: `optimal` is i.i.d. and greedy
-# only).
+# computable there, is open for n > 2 (for n = 2 the last section gives one, `pair_scores`, which
+# `optimal` runs; see the README's section on `optimal`).
 
 
 # %%
@@ -654,4 +669,7 @@ for pw, qw in ((p_tl, q_tl), (np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=obj
 try:
     acceptance("optimal", pw, qw, 3, "without_replacement")
 except InvalidParameterError as err:
+    assert "random_utility" in str(err)  # the refusal names the rule of §3.16
     print("n = 3:", err)
+else:
+    raise AssertionError("optimal took n = 3 without replacement; it should refuse it by name")

@@ -89,13 +89,17 @@ print("grad Phi = choice probabilities on three scores: checked exactly")
 # %% [markdown]
 # ## 2. Closing a gap wider than 1 leaves every choice probability unchanged
 #
-# Sort one part's scores. Where two consecutive scores are at least 1 apart, every token above
-# the gap beats every token below it, so moving the upper group while the gap stays $\ge 1$
-# changes no choice probability, in any set. $\Psi$ then moves linearly, by
-# $s \sum_{\text{above}} (y_a - p_a)$; as $\Psi$ is bounded below (any rule reaching the bound gives
-# $\Psi(\mu) \ge \langle \mu, y_\beta - p \rangle \ge 0$), that sum is $\ge 0$ and closing the
-# gap to 1 does not raise $\Psi$. So the minimum over the sign-constrained scores is the minimum
-# over a box, where the continuous $\Psi$ attains it. Checked here in Fractions over every subset.
+# Sort one part's scores. Where two consecutive scores (or, on $H^*$, 0 and the smallest) are at
+# least 1 apart, every token above the gap beats every token below it, so moving one side while
+# the gap stays $\ge 1$ changes no choice probability, in any set. $\Psi$ then moves linearly;
+# on $H^*$ ($\mu \ge 0$) move the tokens above the gap, by $s$: $\Psi$ changes by
+# $s \sum_{\text{above}} (y_a - p_a)$. As $\Psi$ is bounded below (any rule reaching the bound
+# gives $\Psi(\mu) \ge \langle \mu, y_\beta - p \rangle \ge 0$), that sum is $\ge 0$ (let
+# $s \to \infty$) and closing the gap to 1 does not raise $\Psi$. On $T$ ($\mu \le 0$) the same
+# argument moves the tokens *below* the gap (downwards is the unbounded direction), with 0 and
+# the largest score as the outermost gap. So the minimum over the sign-constrained scores is
+# the minimum over a box, where the continuous $\Psi$ attains it. Checked here in Fractions
+# over every subset.
 
 # %%
 wide = [F(0), F(1, 3), F(7, 2), F(19, 5), F(9, 2)]  # a gap of 19/6 after 1/3
@@ -165,7 +169,13 @@ assert random_utility_plan(p3, q3, 3).reached  # to 1e-12 in floats; exactly at 
 L = sp.symbols("L", positive=True)
 softmax_gap = sp.exp(-L) / (2 * sp.exp(L) + sp.exp(-L))
 assert sp.simplify(softmax_gap - 1 / (2 * sp.exp(2 * L) + 1)) == 0
+rng_box = np.random.default_rng(0)
 for Lv in (2, 4, 8, 16):
     gap = float(softmax_gap.subs(L, Lv))
-    assert gap > 0
+    # (L, L, -L) is the best box point: no random score vector in [-L, L]^3 accepts more
+    scores = np.vstack([rng_box.uniform(-Lv, Lv, (4000, 3)), [[Lv, Lv, -Lv]]])
+    soft = np.exp(scores - scores.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    acc = np.minimum(p3, soft).sum(axis=1)
+    assert abs(acc[-1] - (1 - gap)) < 1e-15 and acc.max() <= acc[-1] + 1e-15 and acc[-1] < 1
     print(f"softmax with scores in [-{Lv}, {Lv}]: acceptance 1 - {gap:.2e}")
