@@ -599,6 +599,13 @@ def record_trace(
                 f"the cached trace {str(path)!r} is corrupt or truncated ({exc}); remove it "
                 f"with `spectheory cache clear --kind traces` (or delete the file) and record again"
             ) from None
+        if trace.metadata.get("key") != key:
+            # A file copied or renamed into the cache: its name is no proof of its settings.
+            raise TraceError(
+                f"the cached trace {str(path)!r} holds the trace of key "
+                f"{trace.metadata.get('key')!r}, not {key!r}; remove it with `spectheory cache "
+                f"clear --kind traces` (or delete the file) and record again"
+            )
         stored = trace.metadata.get("weights_fingerprint")
         current = trace.metadata.get("weights_scheme") == WEIGHTS_SCHEME
         if loaded is not None and not current:

@@ -174,3 +174,17 @@ def test_the_key_follows_the_built_in_prompt_texts(monkeypatch):
     edited[3] = (edited[3][0], edited[3][1] + " Answer briefly.")
     monkeypatch.setattr(prompts_mod, "PROMPTS", tuple(edited))
     assert settings.key() != before
+
+
+def test_a_cache_entry_under_another_key_is_refused(folder, tmp_cache):
+    """A trace copied or renamed into the cache was served by its file name alone, whatever
+    settings it was recorded with."""
+    from spectheory.lm.trace import trace_cache_path
+
+    three = lm.TraceSettings(model=folder, drafts=("exit:1",), **SETTINGS)
+    four = lm.TraceSettings(model=folder, drafts=("exit:1",), prompts=(3,), max_new_tokens=4)
+    recorded = lm.record_trace(three, progress=False)
+    trace_cache_path(four.key()).write_bytes(trace_cache_path(three.key()).read_bytes())
+    with pytest.raises(stt.TraceError, match="holds the trace of key"):
+        lm.record_trace(four, progress=False)
+    assert lm.record_trace(three, progress=False).num_positions == recorded.num_positions
