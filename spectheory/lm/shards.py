@@ -389,14 +389,13 @@ def shard_trace(trace: Trace, folder, max_shard_bytes: int) -> ShardedTrace:
 # --------------------------------------------------------------------------- recording
 
 
-def _resume_point(folder: Path, settings: TraceSettings, order: list[int]):
-    """Valid shards already written for ``settings``, as (infos, metadata of the first).
+def _resume_point(folder: Path, key: str, order: list[int]):
+    """Valid shards already written under the recording key ``key``: (infos, first metadata).
 
     Shards are checked in index order (every tensor's checksum, the settings
     key, the prompts that follow the previous shard); the first missing or
     invalid one and all later ones are deleted so that they are recorded again.
     """
-    key = settings.key()
     infos: list[ShardInfo] = []
     meta0 = None
     start, nprompt = 0, 0
@@ -497,6 +496,11 @@ def record_sharded(
     max_shard_bytes = check_positive_int(max_shard_bytes, "max_shard_bytes")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    # The key of what is recorded, as record_trace takes it: with a model passed in, its
+    # weights' fingerprint (a model in memory has no files to fingerprint; a dtype other
+    # than float32), so that another model under the same name never finds, nor resumes,
+    # this model's shards.
+    key = settings.key(loaded) if loaded is not None else settings.key()
     if (folder / MANIFEST_NAME).is_file():
         try:
             existing = ShardedTrace.open(folder)
@@ -504,7 +508,7 @@ def record_sharded(
             existing = None
         if existing is not None:
             same = (
-                existing.manifest.get("key") == settings.key()
+                existing.manifest.get("key") == key
                 and existing.manifest.get("max_shard_bytes") == max_shard_bytes
             )
             if not same:
@@ -517,7 +521,7 @@ def record_sharded(
             existing.verify()
             return existing
     order = sorted(int(i) for i in settings.prompts)
-    infos, meta = _resume_point(folder, settings, order)
+    infos, meta = _resume_point(folder, key, order)
     done = {p for s in infos for p in s.prompts}
     recorder = recorder or _lm.record_trace
     if loaded is None and recorder is _trace.record_trace:
@@ -533,7 +537,7 @@ def record_sharded(
         one = dataclasses.replace(settings, prompts=(pid,))
         piece = recorder(one, loaded=loaded, cache=False, progress=False)
         piece.metadata["settings"] = json.loads(json.dumps(dataclasses.asdict(settings)))
-        piece.metadata["key"] = settings.key()
+        piece.metadata["key"] = key
         ranges = _prompt_ranges(piece)
         if [r[0] for r in ranges] != [pid]:
             raise TraceError(

@@ -92,6 +92,7 @@ import json
 import logging
 import math
 import os
+import secrets
 import sys
 import time
 from dataclasses import dataclass
@@ -100,7 +101,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _files
-from .._errors import InvalidParameterError, MissingDependencyError
+from .._errors import InvalidParameterError, MissingDependencyError, VerifierError
 from .._validate import check_positive_int
 from ..distributions import process_logits
 from ..drafting import SAMPLINGS
@@ -212,9 +213,16 @@ class SweepGrid:
                 f"verifiers must be registered names ({', '.join(REGISTRY)}; add yours with "
                 f"spectheory.register_verifier) or 'package.module:function'; got {bad}"
             )
-        for v in verifiers:  # an import error now, not in a worker
-            if v not in REGISTRY:
-                as_verifier(v)
+        # an import error now, not in a worker; and names that repeat are refused, as
+        # replay refuses them: rows are named (and their streams seeded) by the record's
+        # name, so two specs of one name ("a:first_draft", "b:first_draft") shared their
+        # streams and every piece held each row once per verifier of that name
+        names = [as_verifier(v).name for v in verifiers]
+        dup = sorted({x for x in names if names.count(x) > 1})
+        if dup:
+            raise InvalidParameterError(
+                f"verifiers must have distinct names; {dup} repeat (in {list(verifiers)})"
+            )
         object.__setattr__(self, "verifiers", verifiers)
         object.__setattr__(self, "trials", check_positive_int(self.trials, "trials"))
 
@@ -279,6 +287,19 @@ def code_fingerprint(verifiers=()) -> str:
     str
         Hex digest.
     """
+    digest, opaque = _code_state(verifiers)
+    if opaque:
+        _log.warning(
+            "verifiers %s reach values with no deterministic digest (%s): their sweep "
+            "pieces are computed again on every sweep",
+            list(verifiers),
+            "; ".join(opaque),
+        )
+    return digest
+
+
+def _code_state(verifiers) -> tuple[str, list]:
+    """``(code_fingerprint(verifiers), the values it could not digest)``, without warning."""
     h = hashlib.sha256(_package_digest().encode())
     state = StateDigest()
     for name in verifiers:
@@ -293,14 +314,28 @@ def code_fingerprint(verifiers=()) -> str:
                 h.update(f"{field.name}:{state.digest(value, where)}".encode())
             else:
                 h.update(f"{field.name}={value!r}".encode())
-    if state.opaque:
-        _log.warning(
-            "verifiers %s reach values with no deterministic digest (%s): their sweep "
-            "pieces are computed again on every sweep",
-            list(verifiers),
-            "; ".join(state.opaque),
+    return h.hexdigest(), state.opaque
+
+
+#: This process's token: a task run in another process checks its code (:func:`_check_code`).
+_PROCESS = secrets.token_hex(8)
+
+
+def _check_code(task: _Task) -> None:
+    """Refuse to compute ``task`` with other code than the code its key was taken from.
+
+    The key holds the fingerprint taken where the sweep started, but a worker process
+    runs what it imported: a long-lived worker keeps a verifier module of yours as it
+    first imported it, however often the file is edited since (or runs another
+    spectheory), and its rows were returned and cached under the new code's key.
+    """
+    digest, opaque = _code_state(task.verifiers)
+    if not opaque and digest != task.code:  # an opaque value: a fresh key every time
+        raise VerifierError(
+            f"sweep worker (pid {os.getpid()}) runs other code than the process that started "
+            f"the sweep, for verifiers {list(task.verifiers)} (a module of yours imported "
+            "before it was edited, or another spectheory): restart the workers"
         )
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -473,16 +508,20 @@ def _write_piece(task: _Task, cache_dir, rows: list[dict]) -> None:
         json.dump(doc, f)
 
 
-def _run_task(task: _Task, cache_dir, retries: int, numba_threads=None) -> list[dict]:
+def _run_task(task: _Task, cache_dir, retries: int, numba_threads=None, origin=None):
     """Run one task on a worker: cached rows if present, else compute (retrying) and cache.
 
     ``numba_threads``: threads of numba's parallel kernels in this task (numba's
-    setting is per calling thread); None leaves it as it is.
+    setting is per calling thread); None leaves it as it is.  ``origin``: the
+    :data:`_PROCESS` token of the process that made the task; in another process the
+    code is checked against the task's fingerprint first (:func:`_check_code`).
     """
     if cache_dir is not None:
         cached = _read_piece(task, cache_dir, warn=False)
         if cached is not None:
             return cached
+    if origin is not None and origin != _PROCESS:
+        _check_code(task)
     old = None
     if numba_threads is not None:
         import numba
@@ -559,7 +598,7 @@ def _run_on_dask(tasks, scheduler, cache_dir, retries, local_workers, numba_thre
     else:
         numba_threads = check_positive_int(numba_threads, "numba_threads")
     run = dask.delayed(_run_task, pure=False)
-    parts = [run(t, cache_dir, retries, numba_threads) for t in tasks]
+    parts = [run(t, cache_dir, retries, numba_threads, _PROCESS) for t in tasks]
     if scheduler is None or scheduler in ("serial", "sync", "threads"):
         try:
             mode = "threads" if scheduler == "threads" else "sync"
@@ -642,6 +681,10 @@ def _execute(sharded, tasks, scheduler, cache_dir, retries, local_workers, threa
     """Rows of every task (a list per task, in task order): cached pieces, the rest on Dask."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise InvalidParameterError(f"retries must be an integer >= 0; got {retries!r}")
+    if cache_dir is not None:
+        # absolute, as the shard folder is: a worker resolves a relative path in its own
+        # working folder, so its pieces went where this process never looks for them
+        cache_dir = Path(cache_dir).resolve()
     results: list = [None] * len(tasks)
     todo = []
     for k, t in enumerate(tasks):
@@ -763,15 +806,22 @@ def sweep(
     folder = str(Path(sharded.folder).resolve())
     tasks = []
     code = {}
+
+    # A piece's verifiers in a fixed order (part of its key): the grid's order only orders
+    # the table (_assemble sorts by it), so reordering the grid recomputed every piece.
+    def applicable(n, sampling):
+        return tuple(sorted(v for v in grid.verifiers if _applicable(v, n, sampling)))
+
     for n in grid.ns:
         for sampling in grid.samplings:
-            names = tuple(v for v in grid.verifiers if _applicable(v, n, sampling))
-            code.setdefault(names, code_fingerprint(names))
+            names = applicable(n, sampling)
+            if names not in code:
+                code[names] = code_fingerprint(names)
     for draft in drafts:
         for temp in grid.temperatures:
             for n in grid.ns:
                 for sampling in grid.samplings:
-                    names = tuple(v for v in grid.verifiers if _applicable(v, n, sampling))
+                    names = applicable(n, sampling)
                     if not names:
                         continue
                     for s in sharded.shards:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -329,7 +330,7 @@ def test_record_sharded_uses_spectheory_lm_record_trace(trace, tmp_path, monkeyp
 
     recorder = Recorder()
     monkeypatch.setattr(spectheory.lm, "record_trace", recorder)
-    out = record_sharded(trace.settings, tmp_path, MAX_BYTES, loaded=object(), progress=False)
+    out = record_sharded(trace.settings, tmp_path, MAX_BYTES, loaded=_Model(1.0), progress=False)
     assert recorder.recorded == [0, 1, 2, 3] and out.num_positions == 20
 
 
@@ -344,3 +345,40 @@ def test_command_line_splits_a_trace_file(trace, tmp_path, capsys):
     sharded = ShardedTrace.open(tmp_path / "s")
     assert f"{len(sharded)} shards" in out and "20 positions x 200 tokens" in out
     np.testing.assert_array_equal(concat_shards(sharded)["tokens"], trace.tokens)
+
+
+class _Model:
+    """A stand-in for a LoadedModel in memory: its weights scale the recorded logits."""
+
+    def __init__(self, scale):
+        weights = SimpleNamespace(dtype="torch.float32")
+        self.scale, self.source = scale, ""
+        self.model = SimpleNamespace(parameters=lambda: iter([weights]))
+
+    def fingerprint(self):
+        return f"weights-{self.scale}"
+
+
+def _scaled_recorder(settings, *, loaded=None, cache=True, progress=True):
+    (pid,) = settings.prompts
+    piece = prompt_piece(settings, pid, 200)
+    piece.target_logits = (piece.target_logits * loaded.scale).astype(np.float16)
+    return piece
+
+
+def test_record_sharded_keys_a_model_passed_in_by_its_weights(trace, tmp_path):
+    """The key left out the model passed in: another model under the same name got the
+    first one's complete sharded trace back, or resumed its shards (a mixed trace)."""
+    settings = dataclasses.replace(trace.settings, model="memory:mine")
+    a = record_sharded(settings, tmp_path / "a", 9_000, _Model(1.0), progress=False,
+                       recorder=_scaled_recorder)  # fmt: skip
+    with pytest.raises(InvalidParameterError, match="other settings"):
+        record_sharded(settings, tmp_path / "a", 9_000, _Model(2.0), progress=False,
+                       recorder=_scaled_recorder)  # fmt: skip
+    (tmp_path / "a" / MANIFEST_NAME).unlink()  # as if interrupted before the manifest
+    with pytest.raises(InvalidParameterError, match="shards of another recording"):
+        record_sharded(settings, tmp_path / "a", 9_000, _Model(2.0), progress=False,
+                       recorder=_scaled_recorder)  # fmt: skip
+    again = record_sharded(settings, tmp_path / "a", 9_000, _Model(1.0), progress=False,
+                           recorder=_scaled_recorder)  # fmt: skip
+    assert [s.sha256 for s in again.shards] == [s.sha256 for s in a.shards]

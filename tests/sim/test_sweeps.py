@@ -16,6 +16,7 @@ import json
 import math
 import sys
 import textwrap
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -406,3 +407,97 @@ def test_sweep_takes_a_spec_naming_a_verifier_record(tmp_path, monkeypatch):
         assert [r["verifier"] for r in table] == ["first_draft"] * 4 + ["sd"] * 4
     finally:
         sys.modules.pop("rec_verifiers_t1", None)
+
+
+def test_verifiers_of_one_name_are_refused(tmp_path, monkeypatch):
+    """Two specs naming records of one name shared the rows' name and streams: the sweep
+    returned each row four times (replay refuses them)."""
+    src = textwrap.dedent('''
+        import spectheory as st
+
+        @st.verifier(samplings=("iid",), n_values=(1,))
+        def first_draft(p, q, drafts, coins, *, sampling):
+            return drafts[0]
+    ''')
+    for mod in ("dup_names_a", "dup_names_b"):
+        (tmp_path / f"{mod}.py").write_text(src)
+    monkeypatch.chdir(tmp_path)
+    try:
+        specs = ("dup_names_a:first_draft", "dup_names_b:first_draft")
+        with pytest.raises(InvalidParameterError, match=r"distinct names; \['first_draft'\]"):
+            SweepGrid(ns=(1,), samplings=("iid",), verifiers=specs)
+    finally:
+        sys.modules.pop("dup_names_a", None)
+        sys.modules.pop("dup_names_b", None)
+
+
+def test_a_worker_running_an_old_verifier_module_is_refused(tmp_path, monkeypatch):
+    """A long-lived worker keeps a spec's module as first imported: after the file was
+    fixed, a new client's key named the fixed code and the worker computed (and cached)
+    the old code's rows under it (acceptance 1 where replay gives SD's), silently."""
+    old = textwrap.dedent('''
+        import spectheory as st
+
+        @st.verifier(samplings=("iid",), n_values=(1,))
+        def mine(p, q, drafts, coins, *, sampling):
+            return drafts[0]
+    ''')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "stale_worker_mod.py").write_text(old)
+    rng = np.random.default_rng(0)
+    P, Q = rng.dirichlet(np.ones(8), size=6), rng.dirichlet(np.ones(8), size=6)
+    shard_trace(Trace.from_arrays(P, {"d": Q}, kind="probs"), tmp_path / "s", 10**6)
+    grid = SweepGrid(ns=(1,), samplings=("iid",), verifiers=("stale_worker_mod:mine",), trials=50)
+    try:
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                               dashboard_address=":0")  # fmt: skip
+        with cluster, Client(cluster) as client:
+            sweep(tmp_path / "s", grid, scheduler=client)  # the worker imports the module
+            fixed = old.replace(
+                "return drafts[0]",
+                "return drafts[0] if coins.bernoulli(min(1, p[drafts[0]] / q[drafts[0]])) "
+                "else int(p.argmax())",
+            )
+            (tmp_path / "stale_worker_mod.py").write_text(fixed)
+            sys.modules.pop("stale_worker_mod")  # this process imports the fixed file
+            grid = SweepGrid(ns=(1,), samplings=("iid",), verifiers=("stale_worker_mod:mine",),
+                             trials=50)  # fmt: skip
+            with pytest.raises(stt.VerifierError, match="restart the workers"):
+                sweep(tmp_path / "s", grid, scheduler=client, cache_dir=tmp_path / "c")
+        assert not list((tmp_path / "c").glob("replay-*.json"))
+    finally:
+        sys.modules.pop("stale_worker_mod", None)
+
+
+def test_a_relative_cache_dir_is_the_same_folder_for_the_workers(splits, tmp_path, monkeypatch):
+    """The cache folder went to the workers as given: a relative one was resolved in each
+    worker's own working folder, so this process never found their pieces."""
+    seen = []
+    real = sweep_module._run_task
+
+    def spy(task, cache_dir, *args):
+        seen.append(cache_dir)
+        return real(task, cache_dir, *args)
+
+    monkeypatch.setattr(sweep_module, "_run_task", spy)
+    monkeypatch.chdir(tmp_path)
+    grid = SweepGrid(drafts=("exit:2",), ns=(1,), samplings=("iid",), verifiers=("sd",),
+                     trials=10)  # fmt: skip
+    sweep(splits[4], grid, cache_dir="pieces")
+    where = (tmp_path / "pieces").resolve()
+    assert seen and all(Path(c).is_absolute() and Path(c) == where for c in seen)
+    assert len(list((tmp_path / "pieces").glob("replay-*.json"))) == 4
+
+
+def test_reordering_the_grids_verifiers_reuses_the_pieces(splits, tmp_path, counted):
+    """The pieces' key held the applicable verifiers in grid order: the same grid with its
+    verifiers reordered recomputed every piece, though only the table's order changes."""
+    grids = [SweepGrid(drafts=("exit:2",), ns=(1,), samplings=("iid",), verifiers=vs,
+                       trials=10) for vs in (("sd", "rrs"), ("rrs", "sd"))]  # fmt: skip
+    sweep(splits[4], grids[0], seed=SEED, cache_dir=tmp_path)
+    counted.calls = 0
+    got = sweep(splits[4], grids[1], seed=SEED, cache_dir=tmp_path)
+    assert counted.calls == 0
+    assert canonical(got, False) == canonical(sweep(splits[4], grids[1], seed=SEED), False)
+    assert [r["verifier"] for r in got] == ["rrs"] * 20 + ["sd"] * 20
