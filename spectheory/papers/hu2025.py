@@ -174,6 +174,7 @@ def bounds_on_trace(run: Run, trace, drafts, ns, temperatures) -> tuple:
                 ax.plot([r["n"] for r in sel], [r["alpha_star_mean"] for r in sel], marker="o",
                         label=law)  # fmt: skip
             ax.set(xlabel="number of drafts n", ylabel="mean optimal acceptance alpha*")
+            ax.set_xticks(sorted({r["n"] for r in by_n}))  # whole numbers of drafts, not 1.5
             ax.set_title(f"{draft}, T = {DEFAULT_TEMPERATURE}")
             ax.legend()
             ax.grid(alpha=0.3)
