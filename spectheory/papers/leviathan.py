@@ -401,6 +401,12 @@ def early_exit(run: Run, trace, loaded, profiles=None) -> list:
         "c is measured on this CPU at batch 1, where the shared 49,152 x 576 LM head makes "
         "early exits expensive (c well above L/30)."
     )
+    left = [d for d in trace.drafts if d not in drafts]
+    if left:  # said, not silently dropped
+        run.note(
+            f"Left out: {', '.join(left)}; this section measures c for early exits (a timed "
+            "forward pass through L layers) and n-gram lookups (no model pass) only."
+        )
     return rows
 
 

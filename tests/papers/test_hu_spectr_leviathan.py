@@ -274,3 +274,21 @@ def test_hu_main_table_checks_pass_and_fail_on_planted_errors(tmp_path):
 
     _r, req = _hu_checks(tmp_path, mc_verifier=first_draft)
     assert [c.passed for c in req] == [True, False, True, True]
+
+
+def test_leviathan_early_exit_names_the_drafts_it_leaves_out(tmp_path):
+    """Drafts other than early exits and n-gram lookups (quant:, adapter:) were dropped from
+    the section without a word."""
+    from types import SimpleNamespace
+
+    from spectheory.lm.acceptance import AcceptanceProfile
+    from spectheory.papers._common import Run
+    from spectheory.papers.leviathan import early_exit
+
+    beta = np.full(12, 0.5)
+    prof = AcceptanceProfile(beta=(beta,), prompt_ids=(0,), draft="ngram:2", temperature=1.0)
+    run = Run("leviathan", tmp_path, quick=True, progress=False)
+    trace = SimpleNamespace(drafts=("ngram:2", "quant:Q4_0"))
+    rows = early_exit(run, trace, None, {("ngram:2", 0.0): prof, ("ngram:2", 1.0): prof})
+    assert {r["draft"] for r in rows} == {"ngram:2"}
+    assert any("Left out: quant:Q4_0" in note for note in run.notes)
