@@ -19,6 +19,7 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 h1{border-bottom:2px solid #444}h2{margin-top:2em;border-bottom:1px solid #aaa}
 table{border-collapse:collapse;margin:1em 0;font-size:90%}
+.wide{overflow-x:auto}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f0f0f0}td.text{text-align:left}
 .pass{color:#176b2c;font-weight:bold}.fail{color:#b00020;font-weight:bold}
@@ -95,7 +96,10 @@ class Page:
                     cls = "" if isinstance(v, (int, float)) else ' class="text"'
                     cells.append(f"<td{cls}>{html.escape(format_cell(v, digits))}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
-        self._blocks.append(f"<table><tr>{head}</tr>{''.join(body)}</table>")
+        # in a scrolling box: a wide table (many columns) scrolls instead of being cut off
+        self._blocks.append(
+            f'<div class="wide"><table><tr>{head}</tr>{"".join(body)}</table></div>'
+        )
 
     def figure(self, fig_or_png, caption: str = "") -> None:
         """Embed a matplotlib figure (closed afterwards) or a PNG file as base64."""

@@ -221,3 +221,12 @@ def test_report_loads_the_model_once_when_it_records_the_trace(tmp_path, monkeyp
     build_report(tmp_path / "b", sections=["probe"], progress=False, settings=settings)
     assert loads == ["smollm2-135m-instruct"]
     assert seen["recorded_with"] is None and seen["papers"] is None
+
+
+def test_tables_scroll_instead_of_being_cut_off(tmp_path):
+    """A wide table (the without-replacement table) ran past the page and lost its last
+    column; tables sit in a horizontally scrolling box."""
+    page = Page("t")
+    page.table([{f"column {i}": i for i in range(30)}], [f"column {i}" for i in range(30)])
+    html = page.write(tmp_path / "t.html").read_text()
+    assert '<div class="wide"><table>' in html and ".wide{overflow-x:auto}" in html
