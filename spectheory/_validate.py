@@ -42,6 +42,7 @@ __all__ = [
     "check_positive_int",
     "check_positive_real",
     "check_rng",
+    "check_uniforms",
     "real_array",
     "sum_rounding_bound",
 ]
@@ -394,3 +395,23 @@ def integer_vector(v, name):
             f"{name} must be integers; got {bad!r} of type {type(bad).__name__}"
         )
     return arr.astype(np.int64)
+
+
+def check_uniforms(u, shape, name):
+    """``u`` as contiguous float64 of exactly ``shape`` with values in [0, 1), or raise.
+
+    Raises
+    ------
+    ShapeMismatchError
+        ``u`` has another shape (named ``name``).
+    InvalidParameterError
+        An entry outside [0, 1) (NaN included), named by its index.
+    """
+    arr = np.asarray(u, dtype=np.float64)
+    if arr.shape != shape:
+        raise ShapeMismatchError(f"{name} must have shape {shape}; got {arr.shape}")
+    bad = ~((arr >= 0) & (arr < 1))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidParameterError(f"{name}[{idx}] = {float(arr[idx])!r} is not in [0, 1)")
+    return np.ascontiguousarray(arr)

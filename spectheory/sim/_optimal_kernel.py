@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import as_distribution_pair
+from .._validate import as_distribution_pair, check_uniforms
 from ..solvers._polymatroid_kernels import _chord, row_tables
 from ..solvers.polymatroid import plan_row
 from ._coin_kernels import _search as _coin_search
@@ -204,9 +204,7 @@ def _checked(p, q, drafts, u, batched):
         want = "(B, T, 3)" if batched else "(3,)"
         raise ShapeMismatchError(f"u must have shape {want} for drafts of shape "
                                  f"{(B, T, n) if batched else (n,)}; got {u.shape}")
-    from .simulate import _check_uniforms  # the simulator's own range check (lazy: no cycle)
-
-    return p, q, drafts, _check_uniforms(u, u.shape, "u")
+    return p, q, drafts, check_uniforms(u, u.shape, "u")
 
 
 def run_optimal(p, q, drafts, u):

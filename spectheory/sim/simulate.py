@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import as_distribution_pair, check_positive_int, check_rng
+from .._validate import as_distribution_pair, check_positive_int, check_rng, check_uniforms
 from ..coins import RandomCoins, ReplayCoins
 from ..drafting import check_draft_support
 from ..solvers._result import SolverResult
@@ -118,18 +118,6 @@ class SimulationResult(SolverResult):
     acceptance: np.ndarray
     mean_acceptance: float
     engine: str
-
-
-def _check_uniforms(u, shape, name):
-    """``u`` as float64 of exactly ``shape`` with values in [0, 1), or raise."""
-    arr = np.asarray(u, dtype=np.float64)
-    if arr.shape != shape:
-        raise ShapeMismatchError(f"{name} must have shape {shape}; got {arr.shape}")
-    bad = ~((arr >= 0) & (arr < 1))
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InvalidParameterError(f"{name}[{idx}] = {float(arr[idx])!r} is not in [0, 1)")
-    return np.ascontiguousarray(arr)
 
 
 def _resolve(verifier, n, sampling):
@@ -231,15 +219,15 @@ def simulate(
     if draft_uniforms is None:
         du = gen.random((B, trials, kd))
     else:
-        du = _check_uniforms(draft_uniforms, (B, trials, kd), "draft_uniforms")
+        du = check_uniforms(draft_uniforms, (B, trials, kd), "draft_uniforms")
     if kernel:
         shape = (B, trials, v.uniforms(n))
-        u = gen.random(shape) if uniforms is None else _check_uniforms(uniforms, shape, "uniforms")
+        u = gen.random(shape) if uniforms is None else check_uniforms(uniforms, shape, "uniforms")
     elif uniforms is not None:
         u = np.asarray(uniforms, dtype=np.float64)
         if u.ndim != 3 or u.shape[:2] != (B, trials):
             raise ShapeMismatchError(f"uniforms must have shape ({B}, {trials}, K); got {u.shape}")
-        u = _check_uniforms(u, u.shape, "uniforms")
+        u = check_uniforms(u, u.shape, "uniforms")
 
     drafts = _kernels.draw_drafts(q, n, sampling, du)
     if kernel:
