@@ -236,6 +236,37 @@ class GofResult:
     cells: int
 
 
+def _pool_plan(expected, min_expected):
+    """The pooling rule on expected counts: ``(kept, join)``.
+
+    ``kept`` marks the cells kept apart (expected count at least ``min_expected``); the
+    others form one pooled cell, which joins the kept cell ``join`` (an index among the
+    kept ones) when its own expected count is still below the rule, else ``join`` is None.
+    A pooled cell still below the rule would dominate the statistic (one count in a cell
+    of expectation e adds about 1/e): hence the merge into the smallest remaining cell.
+    """
+    kept = expected >= min_expected
+    rest = float(expected[~kept].sum())
+    join = None
+    if 0 < rest < min_expected and kept.any():
+        join = int(np.argmin(expected[kept]))
+    return kept, join
+
+
+def pooled_mass(probs, trials, min_expected: float = MIN_EXPECTED) -> float:
+    """Mass of ``probs`` in the cells :func:`pool_cells` merges at ``trials`` outputs.
+
+    A bias that moves mass only among those cells changes no pooled count, so it is
+    invisible to the pooled partitions: a detectable total variation stated from them
+    holds for biases beyond this mass (:func:`spectheory.sim.check.check_lossless`).
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    probs = probs[probs > 0]
+    kept, join = _pool_plan(trials * probs, min_expected)
+    mass = float(probs[~kept].sum())
+    return mass + (float(probs[kept][join]) if join is not None else 0.0)
+
+
 def pool_cells(counts, probs, min_expected: float = MIN_EXPECTED):
     """Observed and expected counts after the pooling rule of :func:`chisquare_gof`.
 
@@ -250,19 +281,15 @@ def pool_cells(counts, probs, min_expected: float = MIN_EXPECTED):
             f"counts and probs must be 1-D of the same shape; got {counts.shape} and {probs.shape}"
         )
     expected = counts.sum() * probs
-    big = expected >= min_expected
+    big, join = _pool_plan(expected, min_expected)
     obs = list(counts[big])
     exp = list(expected[big])
     rest_e = float(expected[~big].sum())
     if rest_e > 0:
         rest_o = float(counts[~big].sum())
-        if rest_e < min_expected and exp:
-            # A pooled cell still below the rule would dominate the statistic
-            # (one count in a cell of expectation e adds about 1/e): merge it
-            # into the smallest remaining cell.
-            j = int(np.argmin(exp))
-            obs[j] += rest_o
-            exp[j] += rest_e
+        if join is not None:
+            obs[join] += rest_o
+            exp[join] += rest_e
         else:
             obs.append(rest_o)
             exp.append(rest_e)

@@ -370,16 +370,6 @@ def _combine(reports, alpha):
     )
 
 
-def _pooled_mass(p, trials) -> float:
-    """Target mass of the cells that :func:`~spectheory.sim._stats.pool_cells` merges."""
-    p = p[p > 0]
-    small = p * trials < _stats.MIN_EXPECTED
-    mass = float(p[small].sum())
-    if 0 < mass * trials < _stats.MIN_EXPECTED and (~small).any():
-        mass += float(p[~small].min())  # merged into the smallest remaining cell
-    return mass
-
-
 def _with_pooled_mass(tv: float, mass: float) -> float:
     """The pooled partition's detectable TV plus the mass a bias can hide in (inf above 1)."""
     out = tv + mass
@@ -448,7 +438,7 @@ def _check_law(v, p, q, n, sampling, trials, gen, alpha):
         # pooled into one cell changes no pooled count.  Its TV is at most the pooled TV plus
         # the pooled mass (TV <= TV_pooled + p(R)), so the guarantee holds from there on.
         detectable_tv=_with_pooled_mass(detectable_tv(trials, max(row_bins), alpha / m),
-                                        max(_pooled_mass(p[b], trials) for b in range(B))),
+                                        max(_stats.pooled_mass(p[b], trials) for b in range(B))),
         rows=B,
         trials=trials,
         tests=tests,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import InvalidParameterError, ShapeMismatchError
-from .._validate import as_distribution, check_choice
+from .._validate import as_distribution, check_choice, check_uniforms
 from ..coins import ReplayCoins
 from ..trees import DraftTree, get_tree_verifier
 
@@ -197,9 +197,7 @@ def _check_uniforms(u, batch, k):
         raise ShapeMismatchError(
             f"uniforms must have shape ({len(batch.trees)}, T, >= {k}); got {u.shape}"
         )
-    if not ((u >= 0) & (u < 1)).all():
-        raise InvalidParameterError("uniforms must lie in [0, 1)")
-    return u
+    return check_uniforms(u, u.shape, "uniforms")  # the range check, naming the entry
 
 
 def replay_blocks(verifier, batch: TreeBatch, uniforms):

@@ -3,6 +3,7 @@ detectable total variation above 1."""
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import spectheory as st
@@ -45,3 +46,16 @@ def test_detectable_tv_is_a_total_variation_or_inf():
         assert d == math.inf or d <= 1.0, (trials, d)
     r = st.check_lossless("sd", [0.3, 0.7], [0.5, 0.5], sampling="iid", trials=3, alpha=0.05)
     assert "detects a TV bias" not in r.summary()  # was "detects a TV bias >= 1.755"
+
+
+def test_pooled_mass_is_the_mass_pool_cells_merges():
+    """The stated power's pooled mass follows pool_cells' own rule, the join into the
+    smallest kept cell included (one rule, not a copy of it)."""
+    trials = 1000
+    p = np.array([0.5, 0.3, 0.196, 0.002, 0.002])  # pooled 4 expected < 5: joins 196
+    assert S.pooled_mass(p, trials) == pytest.approx(0.2, abs=1e-15)
+    _, exp = S.pool_cells(np.round(p * trials), p)
+    assert exp.size == 3 and exp.min() == pytest.approx(200.0)
+    q = np.array([0.5, 0.49, 0.004, 0.003, 0.003])  # pooled 10 expected: its own cell
+    assert S.pooled_mass(q, trials) == pytest.approx(0.01, abs=1e-15)
+    assert S.pooled_mass(np.array([0.6, 0.4]), trials) == 0.0
