@@ -112,7 +112,12 @@ class LosslessReport:
         The bound test's p-value (Hoeffding's Chernoff bound for simulated
         samples, Azuma-Hoeffding for logged and live ones; NaN without a test).
     detectable_tv : float
-        Smallest total-variation bias on one row detected with probability 0.99.
+        Simulated samples: the smallest total-variation bias on one row detected
+        with probability 0.99 (the pooled cells' mass included).  Logged and live
+        samples: the smallest total variation between the pooled PIT's law and
+        U(0, 1), on the PIT test's bins, detected with probability 0.99; a bias
+        that only moves mass among tokens within one bin, or that cancels across
+        positions in the pooled PIT, is not covered by it.
     rows, trials : int
         Rows tested and trials per row.
     tests : dict
@@ -216,7 +221,15 @@ class LosslessReport:
                 f"{self.bound_samples} samples, bound {self.bound:.4f}"
             )
         if math.isfinite(self.detectable_tv):
-            lines.append(f"  detects a TV bias >= {self.detectable_tv:.3f} with probability 0.99")
+            if self.source == "simulated":
+                lines.append(
+                    f"  detects a TV bias >= {self.detectable_tv:.3f} on one row with "
+                    "probability 0.99")
+            else:  # the PIT pools positions: its power is stated for the PIT's binned law
+                lines.append(
+                    f"  detects a PIT law at TV >= {self.detectable_tv:.3f} from uniform (on its "
+                    "bins, pooled over positions) with probability 0.99; a bias within one bin "
+                    "is not covered")
         return "\n".join(lines)
 
 

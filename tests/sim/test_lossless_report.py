@@ -172,3 +172,16 @@ def test_the_report_type_does_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_power_line_names_what_each_source_can_see(reports):
+    """The summary's power statement: per row for simulated samples; for logs and live runs
+    a TV of the pooled PIT's binned law, with the bias it cannot see named.  It used to
+    read "detects a TV bias >= x" for every source."""
+    assert "on one row" in reports["simulated"].summary()
+    for source in ("logged", "live"):
+        text = reports[source].summary()
+        assert "detects a TV bias" not in text, source
+        assert f"PIT law at TV >= {reports[source].detectable_tv:.3f}" in text, source
+        assert "within one bin is not covered" in text, source
+
