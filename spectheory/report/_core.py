@@ -501,7 +501,11 @@ def section_lossless(ctx: ReportContext, page) -> None:
         "(docs/theory.md §7.5) must be flagged. `detectable TV` is the smallest bias on one "
         "position found with probability 0.99, whatever tokens it moves (it includes the "
         "mass of the rare tokens that the row test pools into one cell, where a bias changes "
-        "no pooled count)."
+        "no pooled count). The `p-value` is a valid upper bound, not an exact p-value: each "
+        "test's is a finite-sample tail bound (for the G statistic, Agrawal's), and the "
+        "smallest is multiplied by the number of tests and capped at 1. Under losslessness it "
+        "is at least uniform, so correct verifiers often read 1.0000: no rejection, and no "
+        "more evidence than that."
     )
     page.table(out, cols, status_column="as expected")
     ctx.summary["lossless"] = {
