@@ -234,6 +234,18 @@ class SweepGrid:
 _PACKAGE_DIGEST: list = [None, ""]
 
 
+def _source_stamps() -> tuple:
+    """The spectheory source files, sorted, each as (path, size, mtime in ns)."""
+    root = Path(__file__).resolve().parents[1]
+    return tuple((str(p), st.st_size, st.st_mtime_ns)
+                 for p in sorted(root.rglob("*.py")) for st in [p.stat()])  # fmt: skip
+
+
+#: The sources' stamps when this process imported the sweeps: a worker whose files
+#: changed since runs the code it loaded then (:func:`_check_code`).
+_IMPORTED_STAMPS = _source_stamps()
+
+
 def _package_digest() -> str:
     """SHA-256 of every spectheory source file (path and content).
 
@@ -243,7 +255,7 @@ def _package_digest() -> str:
     """
     root = Path(__file__).resolve().parents[1]
     paths = sorted(root.rglob("*.py"))
-    stamps = tuple((str(p), st.st_size, st.st_mtime_ns) for p in paths for st in [p.stat()])
+    stamps = _source_stamps()
     if _PACKAGE_DIGEST[0] != stamps:
         h = hashlib.sha256()
         for path in paths:
@@ -327,8 +339,18 @@ def _check_code(task: _Task) -> None:
     The key holds the fingerprint taken where the sweep started, but a worker process
     runs what it imported: a long-lived worker keeps a verifier module of yours as it
     first imported it, however often the file is edited since (or runs another
-    spectheory), and its rows were returned and cached under the new code's key.
+    spectheory), and its rows were returned and cached under the new code's key.  Its
+    own spectheory likewise: the package's files read the same in both processes after
+    an upgrade or an edit, but a worker that imported spectheory before it runs the old
+    code, so a worker whose spectheory files changed since its import is refused too
+    (a file only touched counts as changed: restarting costs nothing).
     """
+    if _source_stamps() != _IMPORTED_STAMPS:
+        raise VerifierError(
+            f"sweep worker (pid {os.getpid()}) imported spectheory before its files changed "
+            "(an upgrade or an edit since): it would run the old code under the new code's "
+            "key; restart the workers"
+        )
     digest, opaque = _code_state(task.verifiers)
     if not opaque and digest != task.code:  # an opaque value: a fresh key every time
         raise VerifierError(

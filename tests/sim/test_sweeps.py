@@ -17,6 +17,7 @@ import math
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import ClassVar
 
 import numpy as np
@@ -468,6 +469,20 @@ def test_a_worker_running_an_old_verifier_module_is_refused(tmp_path, monkeypatc
         assert not list((tmp_path / "c").glob("replay-*.json"))
     finally:
         sys.modules.pop("stale_worker_mod", None)
+
+
+def test_a_worker_whose_spectheory_changed_since_its_import_is_refused(monkeypatch):
+    """A worker that imported spectheory before an upgrade or an edit runs the old code,
+    while the files it reads (and so the key) are the new ones: its rows were cached under
+    the new code's key.  The worker's check compares the files with those it imported."""
+    task = SimpleNamespace(verifiers=(), code=sweep_module.code_fingerprint())
+    sweep_module._check_code(task)  # the files as imported: accepted
+    stamps = list(sweep_module._IMPORTED_STAMPS)
+    path, size, mtime = stamps[0]
+    stamps[0] = (path, size, mtime - 1)  # one file's stamp then was another
+    monkeypatch.setattr(sweep_module, "_IMPORTED_STAMPS", tuple(stamps))
+    with pytest.raises(stt.VerifierError, match="imported spectheory before its files changed"):
+        sweep_module._check_code(task)
 
 
 def test_a_relative_cache_dir_is_the_same_folder_for_the_workers(splits, tmp_path, monkeypatch):
