@@ -230,3 +230,72 @@ def test_tables_scroll_instead_of_being_cut_off(tmp_path):
     page.table([{f"column {i}": i for i in range(30)}], [f"column {i}" for i in range(30)])
     html = page.write(tmp_path / "t.html").read_text()
     assert '<div class="wide"><table>' in html and ".wide{overflow-x:auto}" in html
+
+
+def _rows(positions, groups):
+    """Replay rows of one n-gram draft at T = 1, verifier rrs: ``groups`` maps (n, law) to
+    (the positions replayed, acceptance per position); bound 1/2, 1,000 trials each."""
+    return [{
+        "position": i, "prompt_id": 0, "step": i, "draft": "ngram:2", "temperature": 1.0,
+        "n": n, "sampling": law, "verifier": "rrs", "lossless": True, "bound": 0.5,
+        "exact": float("nan"), "mc": mc, "mc_low": 0.0, "mc_high": 1.0, "trials": 1000,
+        "chi2_p": 0.5, "impossible": 0, "pit_mean": 0.5,
+    } for (n, law), (kept, mc) in groups.items() for i in range(positions) if i < kept]
+
+
+def _summary(tmp_path, monkeypatch, positions, groups):
+    import csv
+    from types import SimpleNamespace
+
+    import spectheory.sim.replay as replay_mod
+    from spectheory.report._core import ReportContext, section_bounds_and_verifiers
+
+    monkeypatch.setattr(replay_mod, "replay", lambda *a, **k: _rows(positions, groups))
+    monkeypatch.setattr(replay_mod, "REPLAY_VERIFIERS", ("rrs",))
+    trace = SimpleNamespace(num_positions=positions, drafts=("ngram:2",))
+    ctx = ReportContext(out_dir=tmp_path, quick=True, progress=False, trace=trace)
+    section_bounds_and_verifiers(ctx, Page("t"))
+    with open(tmp_path / "verifiers_summary.csv", newline="") as fh:
+        return {(int(r["n"]), r["draft law"]): r for r in csv.DictReader(fh)}
+
+
+def test_positions_left_out_counts_the_positions_not_compared(tmp_path, monkeypatch):
+    """Bug: ``positions left out`` held the number of positions kept.  (The planted table of
+    the test above keeps 12 of 24, where both counts are 12.)
+
+    25 positions, n = 2 without replacement replayed on the first 10 only: every n of
+    the draft is compared on those 10 (the same set for every n) and leaves out 15.
+    """
+    rows = _summary(tmp_path, monkeypatch, 25, {
+        (1, "iid"): (25, 0.5), (1, "without_replacement"): (25, 0.5),
+        (2, "iid"): (25, 0.5), (2, "without_replacement"): (10, 0.5),
+    })
+    for key in rows:
+        assert (rows[key]["positions"], rows[key]["positions left out"]) == ("10", "15"), key
+
+
+def test_above_bound_is_bonferroni_corrected_over_the_groups(tmp_path, monkeypatch):
+    """Bug: a group's ``above bound`` flag compared its own p-value with the false-alarm
+    rate, without the factor of the table's number of groups.
+
+    One group accepts 517 of 1,000 trials at each of 24 positions against a bound of
+    1/2: Chernoff's bound on the upper tail is exp(-N KL(0.517 || 0.5)) with
+    N = 24,000, about 9.5e-7, below 1e-6 but above 1e-6 / 2 (two groups): not flagged.
+    A group at 0.53 (p about 1e-31) is flagged.
+    """
+    import math
+
+    def chernoff(rate, bound=0.5, draws=24_000):
+        kl = rate * math.log(rate / bound) + (1 - rate) * math.log((1 - rate) / (1 - bound))
+        return math.exp(-draws * kl)
+
+    assert 0.5e-6 < chernoff(0.517) <= 1e-6
+    rows = _summary(tmp_path, monkeypatch, 24, {
+        (1, "iid"): (24, 0.517), (1, "without_replacement"): (24, 0.5),
+    })
+    assert float(rows[(1, "iid")]["excess p"]) == pytest.approx(chernoff(0.517), rel=1e-9)
+    assert rows[(1, "iid")]["above bound"] == "False"
+    rows = _summary(tmp_path, monkeypatch, 24, {
+        (1, "iid"): (24, 0.53), (1, "without_replacement"): (24, 0.5),
+    })
+    assert rows[(1, "iid")]["above bound"] == "True"

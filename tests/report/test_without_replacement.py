@@ -129,3 +129,20 @@ def test_pooled_weights_configurations_equally():
     rows[0]["alpha*_wor"], rows[1]["alpha*_wor"] = 0.47, 0.29
     (p,) = pooled(rows)
     assert p["gap alpha*_wor - rrs_wor"] < 2 * half and p["gap closed"] != p["gap closed"]
+
+
+def test_the_difference_variance_is_that_of_the_mean_over_every_trial():
+    """Bug: the variance behind the difference's 95% interval was the per-trial variance,
+    not divided by the number of trials, so the interval did not narrow with more trials.
+
+    Four times the trials must give a quarter of the variance.  The per-trial
+    differences lie in {-1, 0, 1}; over 1,600 and 6,400 of them the sample
+    variances are each within about 8% (one standard deviation, kurtosis at most
+    1/P(difference != 0)) of theirs, so the ratio lies in [2, 8] (log-ratio within
+    eight standard deviations of log 4) except with probability below 1e-9; the bug
+    gives a ratio near 1.
+    """
+    trace = synthetic_trace(positions=8, vocab=6, seed=5)
+    rows = {t: wor_comparison(trace, "exit:1", 1.0, 2, np.arange(8), t) for t in (200, 800)}
+    ratio = rows[200]["_diff_var"] / rows[800]["_diff_var"]
+    assert 2.0 <= ratio <= 8.0, ratio
