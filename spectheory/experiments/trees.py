@@ -278,7 +278,11 @@ class TreesSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidParameterError(f"{name} must be an integer >= 0; got {value!r}")
-        if not isinstance(self.temperature, int | float) or not 0 <= self.temperature < np.inf:
+        if (
+            isinstance(self.temperature, bool)
+            or not isinstance(self.temperature, int | float)
+            or not 0 <= self.temperature < np.inf
+        ):
             raise InvalidParameterError(
                 f"temperature must be a finite number >= 0; got {self.temperature!r}"
             )

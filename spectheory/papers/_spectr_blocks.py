@@ -204,12 +204,14 @@ def tau_from_transitions(mats, K: int) -> np.ndarray:
         up to rounding, summing to 1).
     """
     K = check_positive_int(K, "K")
-    _check_transitions(mats, K)
-    return _tau(mats, K)
+    return _tau(_check_transitions(mats, K), K)
 
 
 def _check_transitions(mats, K):
-    """Every ``mats[j][m]``, ``m = 1..K``, a law on ``0..m`` (entries >= -1e-12: rounding)."""
+    """Every ``mats[j][m]``, ``m = 1..K``, a law on ``0..m`` (entries >= -1e-12: rounding).
+
+    Returns ``mats`` as a list (a one-shot iterable is read once, here).
+    """
     try:
         mats = list(mats)
     except TypeError:
@@ -235,6 +237,7 @@ def _check_transitions(mats, K):
             total = float(row.sum())
             if abs(total - 1.0) > SUM_TOLERANCE["float64"]:
                 raise InvalidDistributionError(f"{name} sums to {total!r}, not 1")
+    return mats
 
 
 def _tau(mats, K):
