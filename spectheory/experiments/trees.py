@@ -210,6 +210,14 @@ _CLAIMS = [
 ]  # fmt: skip
 
 
+def _verdict(claim, lo, hi):
+    """The verdict on ``claim`` (A above B, or A = B for "traversal = block") from the 95%
+    interval ``[lo, hi]`` of the difference A - B."""
+    if claim.startswith("traversal = block"):
+        return "consistent" if lo <= 0 <= hi else "differs"
+    return "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved")
+
+
 def _plot(rows, path):
     import matplotlib
 
@@ -386,9 +394,7 @@ def run_trees(loaded, settings=None, out="trees_report"):
             if ma is None or mb is None:
                 continue
             d, lo, hi = _diff_ci(ma, mb, paired)
-            verdict = "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved")
-            if claim.startswith("traversal = block"):
-                verdict = "consistent" if lo <= 0 <= hi else "differs"
+            verdict = _verdict(claim, lo, hi)
             order.append({"budget": budget, "claim": claim, "a": "/".join(a), "b": "/".join(b),
                           "paired": paired, "diff": d, "ci_low": lo, "ci_high": hi,
                           "verdict": verdict, "source": source})  # fmt: skip
