@@ -86,6 +86,7 @@ def test_a_bfloat16_model_is_quantised(folder):
     assert q.transformer.h[0].mlp.c_fc.weight.dtype == torch.bfloat16
 
 
+@pytest.mark.model  # the key fingerprints the default target, the packaged SmolLM2
 def test_an_lm_draft_that_is_no_model_is_named():
     with pytest.raises(stt.InvalidParameterError, match=r"draft 'lm:/nonexistent/model'"):
         lm.TraceSettings(drafts=("lm:/nonexistent/model",), **SETTINGS).key()
