@@ -61,3 +61,50 @@ def test_two_drafts_give_the_closed_form():
         for b in range(a + 1, 4):
             want = q[a] * q[b] * (e[a] + e[b])
             assert _integral(q, (a, b)) == pytest.approx(want, abs=1e-14)
+
+
+def _first_marked_marginal(q, kappa, n):
+    """Selection marginal of "the first draft in draw order whose coin kappa_x succeeds,
+    else the last draft", summed over the enumerated ordered draws."""
+    y = np.zeros(q.size)
+    for draws, prob in ordered_draft_law(q, n, "without_replacement"):
+        alive = prob
+        for j, x in enumerate(draws):
+            if j == n - 1:
+                y[x] += alive
+            else:
+                y[x] += alive * kappa[x]
+                alive *= 1.0 - kappa[x]
+    return y
+
+
+def _first_marked_integral(q, kappa, n, a):
+    """q_a ∫ e^{-t} [kappa_a Σ_{k<n-1} e_k(r) + e_{n-1}(r)] dt, r_b = (1 - kappa_b)(e^{q_b t} - 1)
+    over b != a, in the decaying form: a Poisson-binomial law of the unmarked clocks rung."""
+    others = [b for b in range(q.size) if b != a]
+
+    def weight(t):
+        e = np.zeros(n)
+        e[0] = 1.0
+        for b in others:  # coefficients of Π (e^{-q_b t} + z (1 - kappa_b)(1 - e^{-q_b t}))
+            stay, go = np.exp(-q[b] * t), (1.0 - kappa[b]) * -np.expm1(-q[b] * t)
+            e[1:] = e[1:] * stay + e[:-1] * go
+            e[0] *= stay
+        return np.exp(-q[a] * t) * (kappa[a] * e[:-1].sum() + e[-1])
+
+    return q[a] * quad(weight, 0.0, np.inf, limit=200, epsabs=1e-15, epsrel=1e-13)[0]
+
+
+@pytest.mark.parametrize(("n", "seed"), [(2, 0), (3, 1), (4, 2)])
+def test_a_rule_deciding_in_draw_order_has_a_one_integral_marginal(n, seed):
+    """docs/theory.md §3.16, "Rules with a one-integral marginal": a draft is selected when
+    its own coin succeeds and every earlier draft's failed (the last draft otherwise), so
+    its marginal needs the clocks before its own alone.  A wrong factor (the earlier drafts'
+    coins left out, or the last draft taken only on its coin) moves it by far more than
+    the 1e-12 allowed."""
+    rng = np.random.default_rng(seed)
+    q, kappa = rng.dirichlet(np.ones(6)), rng.random(6)
+    y = _first_marked_marginal(q, kappa, n)
+    assert y.sum() == pytest.approx(1.0, abs=1e-14)
+    for a in range(q.size):
+        assert _first_marked_integral(q, kappa, n, a) == pytest.approx(y[a], abs=1e-12), a
