@@ -7,6 +7,7 @@ either the old file or the complete new one (docs/design.md, "Numerics and bad i
 from __future__ import annotations
 
 import csv
+import math
 import os
 import tempfile
 from contextlib import contextmanager
@@ -14,7 +15,25 @@ from pathlib import Path
 
 from ._errors import InvalidParameterError, TraceError
 
-__all__ = ["atomic_path", "read_safetensors", "unique_keys", "write_csv"]
+__all__ = ["atomic_path", "json_safe", "read_safetensors", "unique_keys", "write_csv"]
+
+
+def json_safe(x):
+    """``x`` with every NaN and infinity as None (null), dicts, lists and tuples walked.
+
+    ``json.dumps`` writes them as ``NaN`` and ``Infinity``, which are not JSON: jq,
+    JavaScript and every strict parser reject them.
+
+    >>> json_safe({"a": [1.0, float("nan")], "b": (float("inf"), "x")})
+    {'a': [1.0, None], 'b': [None, 'x']}
+    """
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_safe(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
 
 
 def unique_keys(pairs):

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .._errors import InvalidParameterError
+from .._files import json_safe
 
 __all__ = [
     "ExitCode",
@@ -27,6 +28,7 @@ __all__ = [
     "dataclass_options",
     "existing_path",
     "id_list",
+    "json_safe",
     "log",
     "nonnegative_int",
     "positive_float",

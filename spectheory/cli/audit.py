@@ -15,6 +15,8 @@ from ._common import (
     ExitCode,
     existing_path,
     given_kwargs,
+    json_safe,
+    nonnegative_int,
     positive_int,
     probability,
     signature_options,
@@ -42,22 +44,12 @@ def add_parser(subparsers):
         "top": ("--top", positive_int, "suspicious positions listed"),
         "min_repeats": ("--min-repeats", positive_int, "fewest repeats tested per position"),
     })  # fmt: skip
-    a.add_argument("--seed", type=int, default=0, help="seed of the PIT's uniforms (default 0)")
+    a.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the PIT's uniforms (default 0)")  # fmt: skip
     a.add_argument("--csv", default=None, help="write the acceptance table to this CSV file")
     a.add_argument("--json", action="store_true", help="print JSON")
     a.set_defaults(run=run)
     return a
-
-
-def _json_safe(x):
-    """NaN (no rows with drafts, no depth reached) as null: ``json.dumps`` writes NaN, not JSON."""
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, float) and x != x:
-        return None
-    return x
 
 
 def run(args) -> int:
@@ -72,7 +64,8 @@ def run(args) -> int:
     if args.csv:
         write_csv(table, args.csv)
     if args.json:
-        print(json.dumps(_json_safe({
+        # NaN (no rows with drafts, no depth reached) as null: json.dumps writes NaN, not JSON
+        print(json.dumps(json_safe({
             "file": args.file, "lossy": r.lossy, "verdict": r.verdict, "p_value": r.p_value,
             "alpha": r.alpha, "rows": r.rows, "tests": r.tests,
             "suspicious": list(r.suspicious), "acceptance": table,

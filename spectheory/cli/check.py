@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -19,6 +20,7 @@ from ._common import (
     existing_path,
     given_kwargs,
     id_list,
+    json_safe,
     nonnegative_float,
     positive_int,
     probability,
@@ -258,7 +260,9 @@ def run(args) -> int:
                 | {"acceptance_interval_confidence": 1.0 - _interval_alpha(r, {})}
                 for law, r in by_law.items()
             }
-        print(json.dumps(out, indent=2, default=float))
+        # detectable_tv is infinite where no bias can show (a one-token target): null, not
+        # Infinity, which is not JSON
+        print(json.dumps(json_safe(out), indent=2, default=float))
     else:
         law = law or " and ".join(getattr(report, "by_law", None) or ()) or getattr(
             report, "sampling", None) or "default draft law"  # fmt: skip
@@ -273,7 +277,8 @@ def run(args) -> int:
                   else "") + f"acceptance {r.acceptance:.4f} in [{lo:.4f}, {hi:.4f}] (Wilson "
                   f"interval, confidence 1 - {_interval_alpha(r, {}):g}), bound "
                   f"{r.bound:.4f}")  # fmt: skip
-        print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
+        if math.isfinite(report.detectable_tv):  # inf: no bias can show (one token, too few)
+            print(f"  detects a TV bias >= {report.detectable_tv:.3f} on one row with prob. 0.99")
     return ExitCode.CHECK_FAILED if report.lossy else ExitCode.OK
 
 

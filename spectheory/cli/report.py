@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import ExitCode, existing_path, log
+from ._common import ExitCode, existing_path, log, positive_int
 from ._recording import FIELDS, add_recording_options, reject_with_trace, trace_settings
 
 HELP = "the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)"
@@ -30,7 +30,7 @@ def add_parser(subparsers):
     r.add_argument("--trace", type=existing_path, default="",
                    help="your own trace file (spectheory trace record, or Trace.from_arrays("
                         "...).save): the report runs on it without loading any model")  # fmt: skip
-    r.add_argument("--jobs", type=int, default=None, metavar="N",
+    r.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="processes: with 2 or more the papers run in a second process beside "
                         "the replay and the checks (default 2 where there are 2 cores or more)")
     add_recording_options(r)

@@ -312,9 +312,10 @@ def build_report(
     ok = all(v.get("all_as_expected", True) for v in ctx.summary.values() if isinstance(v, dict))
     summary = {**ctx.summary, "seconds": {**ctx.seconds, "total": total},
                "cpu_seconds": cpu, "load_average": load, "ok": ok}  # fmt: skip
-    from .._files import atomic_path
+    from .._files import atomic_path, json_safe
 
     with atomic_path(out / "summary.json") as tmp:
-        Path(tmp).write_text(json.dumps(summary, indent=2, default=str))
+        # NaN and infinities as null: json.dumps writes NaN and Infinity, which are not JSON
+        Path(tmp).write_text(json.dumps(json_safe(summary), indent=2, default=str))
     html = page.write(out / "report.html")
     return ReportResult(html=html, summary=summary, ok=ok, seconds=total)

@@ -150,3 +150,26 @@ def test_a_section_in_a_second_process_gives_the_same_report(trace_file, tmp_pat
 def test_jobs_must_be_a_positive_integer(trace_file, tmp_path):
     with pytest.raises(ValueError, match="jobs"):
         build_report(tmp_path, sections=["setup"], progress=False, trace=str(trace_file), jobs=0)
+
+
+def test_summary_json_is_strict_json_where_a_number_is_not_finite(trace_file, tmp_path, no_model,
+                                                                   monkeypatch):
+    """A section's NaN or infinity (a detectable TV of inf, a mean over no rows) was written as
+    ``NaN``/``Infinity``: not JSON, refused by jq, JavaScript and every strict parser.  They
+    are null now."""
+    import spectheory.report as report_mod
+
+    setup = report_mod.SECTIONS["setup"]
+
+    def setup_with_odd_numbers(ctx, page):
+        setup(ctx, page)
+        ctx.summary["odd"] = {"nan": float("nan"), "inf": [float("inf"), -float("inf"), 1.5]}
+
+    monkeypatch.setitem(report_mod.SECTIONS, "setup", setup_with_odd_numbers)
+    build_report(tmp_path, sections=["setup"], progress=False, trace=str(trace_file))
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    summary = json.loads((tmp_path / "summary.json").read_text(), parse_constant=refuse)
+    assert summary["odd"] == {"nan": None, "inf": [None, None, 1.5]}
