@@ -172,6 +172,9 @@ def _check_rows(args):
         if mixed:
             flags = ", ".join("--" + o.replace("_", "-") for o in mixed)
             raise usage_error(f"{flags} cannot be combined with --target (they select trace rows)")
+    if "positions" in given and "rows" in given:  # --rows would be ignored without a word
+        raise usage_error("--rows cannot be combined with --positions (both choose the "
+                          "trace positions: --rows by rule, --positions by number)")
 
 
 def run(args) -> int:

@@ -592,3 +592,11 @@ def test_audit_seed_and_report_jobs_are_checked_options(repeated_log, monkeypatc
     monkeypatch.setattr(report_pkg, "build_report", fake_build_report)
     assert main(["report", "--jobs", "1", "--out", "unused"]) == 130
     assert seen["jobs"] == 1
+
+
+def test_check_refuses_rows_beside_positions(trace_path, capsys):
+    """``check --positions 0,1 --rows 3`` ran on positions 0 and 1 and ignored ``--rows``
+    without a word; the two choose the trace positions, so together they are refused."""
+    err = _one_line_error(["check", "sd", "--trace", trace_path, "--on", "logits:d",
+                           "--positions", "0,1", "--rows", "3"], capsys)  # fmt: skip
+    assert "--rows cannot be combined with --positions" in err
