@@ -254,11 +254,10 @@ def _package_digest() -> str:
     old digest, so the sweep served the pieces of the old code.
     """
     root = Path(__file__).resolve().parents[1]
-    paths = sorted(root.rglob("*.py"))
     stamps = _source_stamps()
     if _PACKAGE_DIGEST[0] != stamps:
         h = hashlib.sha256()
-        for path in paths:
+        for path in (Path(s[0]) for s in stamps):
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())
         _PACKAGE_DIGEST[:] = [stamps, h.hexdigest()]
