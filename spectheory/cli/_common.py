@@ -219,9 +219,11 @@ def _plain(text: str) -> str:
 
 
 def _show(value) -> str:
+    """An option's default as it is typed: a run of consecutive integers as ``1 2 ... 29``
+    (the list options take integers one by one; ``1-29`` read as a form they refused)."""
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
-        if list(value) == list(range(value[0], value[-1] + 1)) and len(value) > 2:
-            return f"{value[0]}-{value[-1]}"
+        if list(value) == list(range(value[0], value[-1] + 1)) and len(value) > 3:
+            return f"{value[0]} {value[1]} ... {value[-1]}"
     if isinstance(value, tuple):
         return " ".join(map(str, value)) if value else "none"
     return str(value)

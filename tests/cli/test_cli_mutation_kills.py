@@ -600,3 +600,11 @@ def test_check_refuses_rows_beside_positions(trace_path, capsys):
     err = _one_line_error(["check", "sd", "--trace", trace_path, "--on", "logits:d",
                            "--positions", "0,1", "--rows", "3"], capsys)  # fmt: skip
     assert "--rows cannot be combined with --positions" in err
+
+
+def test_a_list_default_is_shown_as_it_is_typed(capsys):
+    """``--capacity-layers``' help read "(default: 1-29)", a form the option refuses (it
+    takes integers one by one)."""
+    assert main(["experiment", "draft-length", "--help"]) == ExitCode.OK
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 1 2 ... 29)" in help_text and "1-29" not in help_text
