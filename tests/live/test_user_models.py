@@ -34,7 +34,8 @@ class _Tok:
         return V
 
 
-def _tiny(seed=0, shift=0):
+def tiny_llama(seed=0):
+    """A two-layer Llama over ``V`` tokens with random weights (seeded), no end token."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
@@ -49,7 +50,11 @@ def _tiny(seed=0, shift=0):
     )
     model = LlamaForCausalLM(cfg)
     model.generation_config.eos_token_id = None
-    return LoadedModel.from_model(model, _Tok(shift), name=f"tiny{seed}-{shift}")
+    return model
+
+
+def _tiny(seed=0, shift=0):
+    return LoadedModel.from_model(tiny_llama(seed), _Tok(shift), name=f"tiny{seed}-{shift}")
 
 
 @pytest.fixture(scope="module")
