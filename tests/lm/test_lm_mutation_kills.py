@@ -343,7 +343,7 @@ def test_tokenizer_fingerprint_follows_the_chat_template():
 
 
 def _module(**tensors):
-    torch = pytest.importorskip("torch")
+    import torch
     m = torch.nn.Module()
     for name, t in tensors.items():
         if name.startswith("buf_"):
@@ -360,7 +360,8 @@ def test_weights_fingerprint_follows_dtype_and_shape_not_only_bytes():
     a (2, 2) and a (4,) tensor of the same values are the same bytes too.  Each
     pair is another model.
     """
-    torch = pytest.importorskip("torch")
+    import torch
+
     from spectheory.lm.fingerprint import weights_fingerprint
 
     f32 = _module(w=torch.zeros(4, dtype=torch.float32))
@@ -378,7 +379,8 @@ def test_weights_fingerprint_follows_an_edited_buffer():
     The module's only difference is one element of a registered buffer; the
     same module built again gives the same fingerprint.
     """
-    torch = pytest.importorskip("torch")
+    import torch
+
     from spectheory.lm.fingerprint import weights_fingerprint
 
     a = _module(w=torch.ones(3), buf_inv_freq=torch.tensor([1.0, 0.5, 0.25]))
@@ -552,8 +554,9 @@ def _capacity(monkeypatch, layers=(1,), temperatures=(1.0, 0.0)):
     * prompt 4, one position: p = (1/2, 1/4, 1/4), q = (6/10, 3/10, 1/10);
     * prompt 9, three positions: p = q = (1/2, 1/4, 1/4).
     """
-    torch = pytest.importorskip("torch")
     from types import SimpleNamespace
+
+    import torch
 
     from spectheory.lm import capacity
 
@@ -687,8 +690,9 @@ def test_cost_ratio_is_the_median_draft_step_over_the_median_target_step(monkeyp
     By hand: median draft step 2, median target step 4, c = 2 / 4 = 1/2 (the
     mean draft step would be 4, dropping the first timed step 5.5).
     """
-    pytest.importorskip("torch")
     from types import SimpleNamespace
+
+    import torch  # noqa: F401  (the cost helpers time torch models)
 
     from spectheory.lm import cost, draft_kinds
 
