@@ -89,6 +89,40 @@ def test_recorded_laws_equal_a_full_pass_without_cache(tiny, kw):
         _check_against_full_passes(tiny, res)
 
 
+@pytest.mark.parametrize("kw", [dict(mode="chain", gamma=3), dict(mode="multi", n=2, gamma=3)])
+def test_adapter_draft_laws_equal_a_full_pass_without_cache(tiny, kw):
+    """The adapter's own key-value tensors were cropped on the wrong axis (heads, not
+    sequence), so rejected drafts stayed in its cache and shifted every later law.
+
+    An untrained one-layer adapter after layer 1 of the tiny Llama: each recorded
+    draft law must equal the adapter's softmax on a cache-free pass over the prompt
+    and the tokens emitted before it.
+    """
+    from spectheory.live import AdapterDraft
+    from spectheory.lm import adapters as A
+
+    torch.manual_seed(0)
+    adapter = A.init_adapter(tiny, 1, "layer")
+    with torch.no_grad():  # far from uniform, so a shifted context shows
+        for p in adapter.module.parameters():
+            if p.dim() == 2:
+                p.mul_(8.0)
+    res = speculative_generate(
+        tiny, PROMPT, draft=AdapterDraft(tiny, adapter), max_new_tokens=14, seed=1,
+        record_dtype="float64", **kw,
+    )
+    assert res.accepted.size > 2 and (res.accepted < kw["gamma"]).any()  # some rejections
+    prompt, toks = list(res.prompt_ids), list(res.tokens)
+    for k, t in enumerate(res.node_token):
+        ctx = prompt + toks[: int(t)]
+        with torch.no_grad():
+            out = tiny.model(input_ids=torch.as_tensor([ctx]), output_hidden_states=True)
+            pos = torch.arange(len(ctx))[None]
+            z = adapter.full_logits(adapter.subset_logits(out.hidden_states[1], pos))[0, -1]
+        q = torch.softmax(z.double(), -1).numpy()
+        np.testing.assert_allclose(res.draft_probs[k], q, atol=2e-5)
+
+
 def test_round_bookkeeping_is_consistent(tiny):
     """Accepted counts, draft flags and rounds disagreed with the emitted tokens.
 
