@@ -17,7 +17,11 @@ that changes whenever one of them does:
   another package's, its source file);
 * a class of the user's: its name, bases, methods (walked as functions),
   class attributes and source file;
-* a module: its name only (its code is covered as above);
+* a module: its name only (its code is covered as above); but where a function of the
+  user's loads a module of the user's as a global, the attributes of that module named by
+  the function's attribute loads (``mymodule.THRESHOLD``, ``pkg.sub.helper(x)``: every
+  ``.name`` its code reads, nested code included, followed through modules of the user's)
+  are digested with the function;
 * a numpy array: dtype, shape and bytes; a set: its elements' digests, sorted;
 * any other value (a callable object with its ``__dict__``, a
   :func:`functools.partial` with its arguments, containers, numbers, strings):
@@ -29,8 +33,8 @@ gets a random token instead, so the digest never equals an earlier one: the
 sweep cache then misses (recomputes) rather than serve rows another state
 computed.  Such values are listed in :attr:`StateDigest.opaque`.  Not seen: the
 globals of spectheory's and other installed packages' own functions (changed at
-runtime by monkeypatching), and attributes read through a module
-(``mymodule.THRESHOLD``), whose module is taken by name.
+runtime by monkeypatching), the attributes of a library module (``np.pi``), taken
+by name, and modules imported inside the function's body (``import mymodule`` in it).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ _LIBRARY_DIRS = tuple(
 )  # fmt: skip
 _ATOMS = (type(None), bool, int, float, complex, str, bytes)
 _LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
+_ATTRIBUTE_LOADS = {"LOAD_ATTR", "LOAD_METHOD"}
 
 
 def _global_names(code, out=None) -> set[str]:
@@ -69,6 +74,46 @@ def _global_names(code, out=None) -> set[str]:
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _global_names(const, out)
+    return out
+
+
+def _attribute_names(code, out=None) -> set[str]:
+    """Names ``code`` (nested code included) reads as attributes: ``x.name``."""
+    out = set() if out is None else out
+    for ins in dis.get_instructions(code):
+        if ins.opname in _ATTRIBUTE_LOADS:
+            out.add(ins.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _attribute_names(const, out)
+    return out
+
+
+def _is_user_module(module) -> bool:
+    """A module of the user's: ``__main__`` or one whose file lies outside spectheory, the
+    standard library and the installed packages."""
+    if module.__name__ == "__main__":
+        return True
+    file = getattr(module, "__file__", None)
+    if not file:
+        return False  # built in
+    path = Path(file).resolve()
+    return not _in(path, _PACKAGE) and not any(_in(path, d) for d in _LIBRARY_DIRS)
+
+
+def _module_attributes(module, names, seen) -> dict:
+    """``{name: value}`` of the attributes in ``names`` that a module of the user's has,
+    a module of the user's among them replaced by its own such attributes (cycles cut)."""
+    seen = seen | {id(module)}
+    out = {}
+    for name in sorted(names):
+        if name not in vars(module):
+            continue
+        value = vars(module)[name]
+        if isinstance(value, types.ModuleType) and _is_user_module(value):
+            value = ("module", value.__name__,
+                     {} if id(value) in seen else _module_attributes(value, names, seen))
+        out[name] = value
     return out
 
 
@@ -228,6 +273,14 @@ class StateDigest:
             "attributes": fn.__dict__,
             **{f"global {k}": glob[k] for k in sorted(_global_names(fn.__code__)) if k in glob},
         }
+        # A module of the user's is taken by name; what the code reads from it is state too.
+        attributes = None
+        for key in [k for k in parts if k.startswith("global ")]:
+            module = parts[key]
+            if isinstance(module, types.ModuleType) and _is_user_module(module):
+                if attributes is None:
+                    attributes = _attribute_names(fn.__code__)
+                parts[f"{key} attributes"] = _module_attributes(module, attributes, set())
         for label, part in parts.items():
             h.update(label.encode())
             h.update(self.digest(part, f"{name} ({label})").encode())

@@ -283,9 +283,11 @@ def code_fingerprint(verifiers=()) -> str:
 
     A value it reaches that has no deterministic digest (pickle refuses it: a lock, an open
     file, a generator) makes the fingerprint unique to this call: the sweep recomputes its
-    pieces, and a warning names the value.  Not seen: attributes read through a module
-    (``mymodule.THRESHOLD``; the module counts by name) and the globals of installed
-    packages' functions; clear the cache after changing those (the ``cache_dir`` pieces;
+    pieces, and a warning names the value.  Attributes read through a module of yours
+    (``mylab.settings.THRESHOLD``) count as globals do.  Not seen: the attributes of an
+    installed package's module (``np.pi``, taken by name), modules imported inside the
+    function's body, and the globals of installed packages' functions; clear the cache
+    after changing those (the ``cache_dir`` pieces;
     ``spectheory cache clear --kind sweeps`` for the command's default folder).
 
     Parameters
