@@ -64,29 +64,27 @@ _LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
 _ATTRIBUTE_LOADS = {"LOAD_ATTR", "LOAD_METHOD"}
 
 
-def _global_names(code, out=None) -> set[str]:
-    """Names ``code`` (and the code nested in it: inner functions, lambdas,
-    comprehensions, which share its globals) loads as globals."""
+def _loaded_names(code, opnames, out=None) -> set[str]:
+    """Names the instructions ``opnames`` of ``code`` (and of the code nested in it: inner
+    functions, lambdas, comprehensions, which share its globals) take."""
     out = set() if out is None else out
     for ins in dis.get_instructions(code):
-        if ins.opname in _LOADS:
+        if ins.opname in opnames:
             out.add(ins.argval)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            _global_names(const, out)
+            _loaded_names(const, opnames, out)
     return out
 
 
-def _attribute_names(code, out=None) -> set[str]:
+def _global_names(code) -> set[str]:
+    """Names ``code`` (nested code included) loads as globals."""
+    return _loaded_names(code, _LOADS)
+
+
+def _attribute_names(code) -> set[str]:
     """Names ``code`` (nested code included) reads as attributes: ``x.name``."""
-    out = set() if out is None else out
-    for ins in dis.get_instructions(code):
-        if ins.opname in _ATTRIBUTE_LOADS:
-            out.add(ins.argval)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _attribute_names(const, out)
-    return out
+    return _loaded_names(code, _ATTRIBUTE_LOADS)
 
 
 def _is_user_module(module) -> bool:
