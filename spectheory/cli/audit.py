@@ -65,14 +65,26 @@ def run(args) -> int:
         write_csv(table, args.csv)
     if args.json:
         # NaN (no rows with drafts, no depth reached) as null: json.dumps writes NaN, not JSON
+        # the acceptance-above-the-bound test (rows with drafts) and the power, as in
+        # ``spectheory check --json``; "acceptance" stays the table (confidence 0.95)
         print(json.dumps(json_safe({
             "file": args.file, "lossy": r.lossy, "verdict": r.verdict, "p_value": r.p_value,
-            "alpha": r.alpha, "rows": r.rows, "tests": r.tests,
-            "suspicious": list(r.suspicious), "acceptance": table,
+            "alpha": r.alpha, "sampling": r.sampling, "seed": args.seed, "rows": r.rows,
+            "impossible_outputs": r.impossible_outputs, "accepted": r.acceptance,
+            "accepted_interval": list(r.acceptance_interval),
+            "accepted_interval_confidence": 1.0 - r.alpha, "bound": r.bound,
+            "bound_rows": r.bound_samples, "exceeds_bound": r.exceeds_bound,
+            "excess_p_value": r.excess_p_value, "detectable_tv": r.detectable_tv,
+            "tests": r.tests, "suspicious": list(r.suspicious), "acceptance": table,
         }), indent=2, allow_nan=False))  # fmt: skip
     else:
         print(f"{args.file}: {r.rows} rows, vocabulary {log.vocab}")
         print(f"verdict: {r.verdict} (false-alarm rate {r.alpha:g})")
+        if r.bound_samples:
+            lo, hi = r.acceptance_interval
+            print(f"  output among the drafts: {r.acceptance:.4f} in [{lo:.4f}, {hi:.4f}] "
+                  f"over {r.bound_samples} rows with drafts, optimal bound {r.bound:.4f} "
+                  f"(sampling={r.sampling})")  # fmt: skip
         for name, p in sorted(r.tests.items(), key=lambda kv: kv[1])[:10]:
             print(f"  {name:<16} p = {p:.3g}")
         if r.suspicious:

@@ -75,13 +75,21 @@ MIN_REPEATS = 20
 
 
 def _as_log(target, draft, drafts, outputs, round):
+    whole = isinstance(target, SampleLog | str | os.PathLike)
+    if whole:
+        given = [k for k, v in (("draft", draft), ("drafts", drafts), ("outputs", outputs),
+                                ("round", round)) if v is not None]  # fmt: skip
+        if given:  # the log's own arrays would be audited and these ignored
+            what = "a SampleLog" if isinstance(target, SampleLog) else "a log file"
+            raise InvalidParameterError(
+                f"with {what}, pass no draft, drafts, outputs or round (the log holds them); "
+                f"got {', '.join(given)}"
+            )
     if isinstance(target, SampleLog):
         return target, "logged samples"
-    if isinstance(target, (str, os.PathLike)):
-        if draft is not None or drafts is not None or outputs is not None:
-            raise InvalidParameterError("with a log file, pass no draft, drafts or outputs")
+    if whole:
         return load_log(target), os.fspath(target)
-    if drafts is None or outputs is None:
+    if draft is None or drafts is None or outputs is None:
         raise InvalidParameterError(
             "check_lossless_from_samples needs target, draft, drafts and outputs "
             "(or a SampleLog, or a log file path)"
@@ -252,7 +260,12 @@ def check_lossless_from_samples(
     outputs : array_like of int (N,)
         The emitted tokens.
     round : array_like of int (N,), optional
-        Verification round of each row (used by the acceptance metrics only).
+        Verification round of each row, with arrays only: checked (one block of
+        rows per round), not used by the audit; the per-depth acceptance is
+        :func:`~spectheory.sim.log_metrics.acceptance_table`'s.  With a
+        ``SampleLog`` or a file, ``draft``, ``drafts``, ``outputs`` and ``round``
+        must not be given (the log's own are audited): they raise
+        :class:`~spectheory.InvalidParameterError`.
     sampling : {"iid", "without_replacement", "greedy"}
         Law of the drafts, for the acceptance bound (greedy with a tie in
         ``q`` at the top-``(n - 1)`` cut: the bound of the fixed set the
@@ -401,6 +414,7 @@ def check_lossless_from_samples(
         samples=N,
         bound_samples=K,
         suspicious=tuple(suspicious),
+        sampling=sampling,
     )
 
 

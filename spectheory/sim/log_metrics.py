@@ -81,7 +81,8 @@ def acceptance_table(log, confidence: float = 0.95) -> list[dict]:
     match = valid & (d == y[:, None])
     hit = match.any(axis=1)
     table = [_proportion("membership", -1, int(hit[has].sum()), int(has.sum()), confidence)]
-    first = np.where(hit, np.argmax(match, axis=1), -1)
+    # first matching slot (a log without draft slots, drafts of shape (N, 0), has none)
+    first = np.where(hit, np.argmax(match, axis=1), -1) if d.shape[1] else np.full(y.size, -1)
     for j in range(d.shape[1]):
         reach = valid[:, j]
         table.append(

@@ -54,13 +54,23 @@ LOG_KEYS = ("target", "draft", "drafts", "outputs", "round")
 
 @dataclass(frozen=True)
 class SampleLog:
-    """A checked log (:func:`as_sample_log`); see the module docstring for the fields."""
+    """A checked log; see the module docstring for the fields.
+
+    Built directly or by :func:`as_sample_log`, the arrays are checked either
+    way (:func:`as_sample_log` lists the errors): a log whose rows are not
+    distributions, or whose ids lie outside ``[0, V)``, cannot be audited.
+    """
 
     target: np.ndarray
     draft: np.ndarray
     drafts: np.ndarray
     outputs: np.ndarray
     round: np.ndarray | None = None
+
+    def __post_init__(self):
+        checked = _checked_arrays(self.target, self.draft, self.drafts, self.outputs, self.round)
+        for key, value in zip(LOG_KEYS, checked):
+            object.__setattr__(self, key, value)
 
     @property
     def positions(self) -> int:
@@ -74,11 +84,23 @@ class SampleLog:
 
 
 def _int_array(x, name):
+    what = "integers" if name == "round" else "integer token ids"
     arr = np.asarray(x)
     if arr.size and arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            return arr.astype(np.int64)
-        raise InvalidParameterError(f"{name} must hold integer token ids; got dtype {arr.dtype}")
+        if not (
+            arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))
+        ):
+            raise InvalidParameterError(f"{name} must hold {what}; got dtype {arr.dtype}")
+    if arr.size and arr.dtype.kind in "uf":
+        # beyond int64 the cast wraps (uint64 2**64 - 1 became the padding -1) or
+        # saturates: refuse, naming the value as given
+        big = np.argwhere(np.abs(arr) >= 2.0**63 if arr.dtype.kind == "f" else arr > 2**63 - 1)
+        if big.size:
+            where = " ".join(f"{k} {int(i)}" for k, i in zip(("row", "slot"), big[0]))
+            raise InvalidParameterError(
+                f"{name} {where} holds {arr[tuple(big[0])].item()!r}, beyond the int64 range "
+                f"of {what}"
+            )
     return arr.astype(np.int64)
 
 
@@ -105,6 +127,11 @@ def as_sample_log(target, draft, drafts, outputs, round=None) -> SampleLog:
     ...
     spectheory._errors.InvalidParameterError: outputs row 0 holds token 2, outside [0, 2)
     """
+    return SampleLog(target, draft, drafts, outputs, round)
+
+
+def _checked_arrays(target, draft, drafts, outputs, round):
+    """The checks of :func:`as_sample_log`: the arrays as float64 rows and int64 ids."""
     for name, x in (("target", target), ("draft", draft)):
         if np.ndim(x) != 2:
             raise ShapeMismatchError(f"{name} must have shape (N, V); got shape {np.shape(x)}")
@@ -154,7 +181,7 @@ def as_sample_log(target, draft, drafts, outputs, round=None) -> SampleLog:
             raise InvalidParameterError(
                 f"round {k} is not one consecutive block of rows (it starts again at row {r})"
             )
-    return SampleLog(p, q, d, y, rd)
+    return p, q, d, y, rd
 
 
 def _from_mapping(m, where) -> SampleLog:
