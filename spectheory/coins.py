@@ -26,7 +26,8 @@ Three implementations run the same verifier code three ways (docs/design.md,
     result.  With :class:`fractions.Fraction` probabilities the law is exact.
 
 Probabilities are never clipped: a ``bernoulli`` probability outside
-:math:`[0, 1]` by more than :data:`PROB_TOLERANCE`, a negative categorical
+:math:`[0, 1]` (by more than :data:`PROB_TOLERANCE` in floating point, at all
+for exact input), a negative categorical
 entry, or a categorical vector whose sum is off 1 (by more than
 :data:`SUM_TOLERANCE` in floating point, at all for exact input) is a bug in
 the caller and raises :class:`~spectheory.InvalidParameterError`.
@@ -62,7 +63,8 @@ __all__ = [
     "enumerate_outcomes",
 ]
 
-#: Largest excursion of a Bernoulli probability outside [0, 1] accepted as rounding.
+#: Largest excursion of a float Bernoulli probability outside [0, 1] accepted as rounding
+#: (an exact one, Fraction or int, must lie in [0, 1]: it has no rounding).
 PROB_TOLERANCE = 1e-12
 #: Largest ``|sum(probs) - 1|`` accepted for a floating-point categorical vector.
 SUM_TOLERANCE = 1e-9
@@ -80,9 +82,14 @@ class Coins(Protocol):
 
 
 def _check_prob(prob):
-    """Return ``prob`` if it lies in [0, 1] up to :data:`PROB_TOLERANCE`, else raise."""
+    """Return ``prob`` if it lies in [0, 1] (a float up to :data:`PROB_TOLERANCE`), else raise.
+
+    An exact probability (Fraction or int) has no rounding to forgive: one outside
+    [0, 1] by 1e-13 is the verifier's bug, and enumerated it gave its branch a weight
+    above 1 (an exact "law" of total mass 1 + 1e-13), while sampling treated it as 1.
+    """
     if isinstance(prob, Fraction | int) and not isinstance(prob, bool):
-        ok = -PROB_TOLERANCE <= prob <= 1 + PROB_TOLERANCE
+        ok = 0 <= prob <= 1
     else:
         value = float(prob)
         ok = np.isfinite(value) and -PROB_TOLERANCE <= value <= 1 + PROB_TOLERANCE
@@ -262,8 +269,20 @@ class EnumerationCoins:
         self.expected = list(expected)
         self.choices: list[tuple[list, int]] = []
         self.weight = 1
+        # set when its run has returned: a coin flipped later belongs to no branch path
+        self.closed = False
 
     def _take(self, options):
+        if self.closed:
+            # A function that keeps its coins object and flips it on a later run draws from
+            # a finished path: always its first branch, so the law was silently the one of
+            # that branch alone (while sampling draws it), e.g. a lossy verifier enumerated
+            # as exactly lossless.
+            raise NotDeterministicError(
+                "the function is not deterministic given its coins: it flipped the coins "
+                "object of an earlier run after that run had returned (a coins object kept "
+                "between calls); it must draw all its randomness from the coins it is given"
+            )
         d = len(self.choices)
         if d < len(self.expected) and options != self.expected[d]:
             raise NotDeterministicError(
@@ -305,8 +324,9 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
     (it draws from another source of randomness, such as ``np.random``) is
     refused with :class:`~spectheory.VerifierError` where a run shows it: a
     coin offering other branches or probabilities than on an earlier run along
-    the same path, a run stopping before the path's end, or the first leaf's
-    two runs differing.  (A function random elsewhere can still escape every
+    the same path, a run stopping before the path's end, the first leaf's
+    two runs differing, or a coins object of an earlier run flipped after that
+    run returned (one kept between calls).  (A function random elsewhere can still escape every
     run; :func:`spectheory.check_lossless` tests its samples statistically.)
 
     Parameters
@@ -336,6 +356,7 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
     while True:
         coins = EnumerationCoins(path, expected)
         outcome = fn(coins)
+        coins.closed = True
         if len(coins.choices) < len(path):
             raise NotDeterministicError(
                 f"the function is not deterministic given its coins: a run along branches "
@@ -345,6 +366,7 @@ def enumerate_outcomes(fn, *, max_leaves: int = 1_000_000) -> dict:
         if leaves == 0:  # one repeat of the first leaf: same coins, same outcome
             again = EnumerationCoins(path, [o for o, _ in coins.choices])
             repeat = fn(again)
+            again.closed = True
             if repeat != outcome or len(again.choices) != len(coins.choices):
                 what = (
                     f"returned {outcome!r} and {repeat!r}"

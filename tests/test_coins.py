@@ -76,6 +76,36 @@ def test_probabilities_outside_the_unit_interval_raise(make):
         make().categorical(np.array([F(1, 2), F(1, 3)], dtype=object))
 
 
+@pytest.mark.parametrize("prob", [1 + F(1, 10**13), -F(1, 10**13)])
+def test_an_exact_probability_just_outside_the_unit_interval_is_refused(prob):
+    """Fractions have no rounding to forgive: the 1e-12 float tolerance let 1 + 1e-13 through,
+    and the enumeration weighted its branch 1 + 1e-13, an exact "law" of total mass above 1
+    (while sampling treated it as 1)."""
+    with pytest.raises(InvalidParameterError, match="bernoulli prob"):
+        enumerate_outcomes(lambda c: c.bernoulli(prob))
+    with pytest.raises(InvalidParameterError, match="bernoulli prob"):
+        RandomCoins(0).bernoulli(prob)
+
+
+def test_the_exact_law_of_a_verifier_missing_min_at_a_near_tie_is_refused():
+    """Audit: SD without min(1, p/q), at a near-tie of exact rows (ratio 1 + 2e-13): the exact
+    law had total mass 1 + 1e-13 and was returned as the output law."""
+    import spectheory as stt
+
+    def no_min(p, q, drafts, coins, *, sampling):
+        x = drafts[0]
+        if coins.bernoulli(p[x] / q[x]):  # forgot min(1, .)
+            return x
+        rest = np.array([max(a - b, 0 * a) for a, b in zip(p, q, strict=True)], dtype=object)
+        return coins.categorical(rest / sum(rest, 0 * p[0]))
+
+    tiny = F(1, 10**13)
+    p = np.array([F(1, 2) + tiny, F(1, 2) - tiny], dtype=object)
+    q = np.array([F(1, 2), F(1, 2)], dtype=object)
+    with pytest.raises(VerifierError, match="bernoulli prob must lie in"):
+        stt.output_distribution(no_min, p, q, n=1, sampling="iid")
+
+
 def test_enumeration_rejects_bad_probabilities_too():
     with pytest.raises(InvalidParameterError):
         enumerate_outcomes(lambda c: c.bernoulli(1.1))
@@ -197,6 +227,42 @@ def test_the_exact_law_names_a_verifier_random_outside_its_coins():
 
     with pytest.raises(NotDeterministicError, match="verifier 'leaky', drafts"):
         stt.output_distribution(leaky, [0.3, 0.4, 0.3], [0.6, 0.3, 0.1])
+
+
+def test_a_coin_kept_from_an_earlier_run_is_refused():
+    """A coins object flipped after its run returned draws from a finished path: always its
+    first branch, never enumerated.  The law was that branch's alone, silently ({True: 1}
+    here, where sampling gives True with probability 1/2)."""
+    kept = []
+    enumerate_outcomes(lambda coins: kept.append(coins) or coins.categorical([F(1, 2)] * 2))
+    with pytest.raises(NotDeterministicError, match="coins object of an earlier run"):
+        enumerate_outcomes(lambda coins: kept[0].bernoulli(F(1, 2)))
+
+
+def test_the_exact_law_refuses_a_verifier_that_keeps_its_coins():
+    """Audit: a verifier keeping the coins of its first call, for drafts other than token 0
+    outputting the draft unchecked when that coin says so: the exact law equalled the target
+    (the kept coin always took its first branch), so it passed as exactly lossless, while
+    sampled its acceptance is 0.85 > alpha* = 0.7 (by hand: 0.1 + 0.3 + 0.6 (1/2 + 1/2 1/2))."""
+    import spectheory as stt
+
+    kept = []
+
+    def kept_coins(p, q, drafts, coins, *, sampling):
+        if not kept:
+            kept.append(coins)
+        x = drafts[0]
+        if x != 0 and not kept[0].bernoulli(F(1, 2)):
+            return x  # unchecked: a bias
+        if coins.bernoulli(min(1, p[x] / q[x])):
+            return x
+        rest = np.array([max(a - b, 0 * a) for a, b in zip(p, q, strict=True)], dtype=object)
+        return coins.categorical(rest / sum(rest, 0 * p[0]))
+
+    p = np.array([F(3, 10), F(4, 10), F(3, 10)], dtype=object)
+    q = np.array([F(1, 10), F(3, 10), F(6, 10)], dtype=object)
+    with pytest.raises(NotDeterministicError, match="verifier 'kept_coins', drafts"):
+        stt.output_distribution(kept_coins, p, q, n=1, sampling="iid")
 
 
 def test_a_deterministic_function_runs_its_first_leaf_twice_and_no_other():

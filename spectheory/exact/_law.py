@@ -37,7 +37,7 @@ import numpy as np
 from .._errors import InstanceTooLargeError, InvalidParameterError, SpecTheoryError, VerifierError
 from ..coins import NotDeterministicError, enumerate_outcomes
 from ..drafting import greedy_split
-from ..verifiers._api import check_instance, read_only, verifier_raised
+from ..verifiers._api import check_instance, raised_by_coins, read_only, verifier_raised
 from ._tuples import ordered_draft_law
 
 __all__ = ["MAX_CALLS", "acceptance", "exact_row", "output_distribution"]
@@ -177,9 +177,14 @@ def _enumerate(function, p, q, drafts, sampling, budget):
         runs += 1
         try:
             y = function(rp, rq, drafts, coins, sampling=sampling)
-        except SpecTheoryError:
-            raise
         except Exception as exc:  # the user's bug, reported as such (chained)
+            # ours pass through, but a coin refusing the verifier's arguments (a probability
+            # outside [0, 1], a vector not summing to 1) is the verifier's bug: name it and
+            # the drafts, as sampling does (the bare coin error named neither)
+            if isinstance(exc, SpecTheoryError) and (
+                isinstance(exc, NotDeterministicError) or not raised_by_coins(exc)
+            ):
+                raise
             name = getattr(function, "__name__", function)
             raise verifier_raised(name, exc, f" (drafts {drafts})") from exc
         if isinstance(y, bool) or not isinstance(y, int | np.integer) or not 0 <= y < p.shape[0]:
@@ -252,7 +257,8 @@ def output_distribution(verifier, target, draft, n=1, sampling=None):
     InvalidParameterError
         A black-box verifier (no exact law), or a bad ``n`` or ``sampling``.
     VerifierError
-        The verifier raised, is not deterministic given its coins, or, on
+        The verifier raised (a coin refusing its probabilities included,
+        named with the drafts), is not deterministic given its coins, or, on
         Fraction input, gave a coin a float probability (its law would miss
         ``p`` by rounding alone).
 

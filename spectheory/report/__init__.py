@@ -157,6 +157,29 @@ def _full_settings():
     return TraceSettings(drafts=report_drafts())
 
 
+def _distinct_verifiers(specs) -> tuple:
+    """The user's verifiers as records, refused up front when two share a name in the report.
+
+    The replay names its rows by the record's name (an imported function by its
+    attribute), beside the built-in verifiers it replays: ``mylab:sd`` or two ``my_sd``
+    of two modules failed only after the trace was recorded, with "verifiers must have
+    distinct names", naming neither spec.
+    """
+    from .._errors import InvalidParameterError
+    from ..sim.replay import REPLAY_VERIFIERS
+
+    records = tuple(resolve_verifier(v) for v in specs)
+    taken = {name: "a built-in verifier" for name in REPLAY_VERIFIERS}
+    for spec, record in zip(specs, records, strict=True):
+        if record.name in taken:
+            raise InvalidParameterError(
+                f"verifier {spec!r} is named {record.name!r} in the report, the name of "
+                f"{taken[record.name]}: rename it, or wrap it in spectheory.verifier(name=...)"
+            )
+        taken[record.name] = f"verifier {spec!r}"
+    return records
+
+
 def build_report(
     out_dir="spectheory-report",
     *,
@@ -226,7 +249,7 @@ def build_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ctx = ReportContext(out_dir=out, quick=quick, progress=progress, loaded=loaded,
-                        verifiers=tuple(resolve_verifier(v) for v in verifiers))  # fmt: skip
+                        verifiers=_distinct_verifiers(verifiers))  # fmt: skip
     t0, c_trace = time.perf_counter(), time.process_time()
     loaded_here = False
     if trace is not None:  # the researcher's own trace: no model is loaded or recorded

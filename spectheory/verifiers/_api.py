@@ -178,7 +178,7 @@ def verifier_raised(name, exc, where="") -> VerifierError:
     return VerifierError(f"verifier {name!r} raised {type(exc).__name__}: {exc}{where}{hint}")
 
 
-def _from_coins(exc) -> bool:
+def raised_by_coins(exc) -> bool:
     """Whether ``exc`` was raised inside :mod:`spectheory.coins` (a coin given bad arguments)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -221,12 +221,22 @@ def call_verifier(v, p, q, drafts, randomness, sampling, row=None):
                            read_only(np.asarray(q, dtype=np.float64)),
                            np.array(drafts, dtype=np.int64), randomness)  # fmt: skip
     except Exception as exc:
-        if isinstance(exc, SpecTheoryError) and not _from_coins(exc):
+        if isinstance(exc, SpecTheoryError) and not raised_by_coins(exc):
             raise
         # a coin refusing the verifier's arguments (NaN or negative probabilities) is the
         # verifier's bug too: name it, the row and the drafts
         where = f" on row {row}" if row is not None else ""
         where += f" (drafts {tuple(int(x) for x in drafts)})"
+        if v.protocol == "blackbox" and isinstance(exc, AttributeError) and any(
+            f"'{call}'" in str(exc) for call in ("bernoulli", "categorical")
+        ):
+            # a coins verifier written without the `sampling` keyword reads as a black box
+            # and is handed a numpy Generator: say why, not only that a Generator has no coin
+            where += (
+                "; it was called as a black box fn(target, draft, drafts, rng) with a numpy "
+                "Generator because its signature has no `sampling` keyword: a coins-protocol "
+                "verifier is fn(p, q, drafts, coins, *, sampling)"
+            )
         raise verifier_raised(v.name, exc, where) from exc
     return check_token(y, p.shape[0], v.name, row)
 

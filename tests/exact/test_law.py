@@ -293,3 +293,21 @@ def test_a_float_acceptance_is_a_probability_even_where_rounding_passes_one():
 
     assert _probability(1 + 1e-9) == 1 + 1e-9
     assert _probability(0.75) == 0.75
+
+
+@pytest.mark.parametrize("law", [output_distribution, acceptance])
+def test_a_coin_refusing_a_verifiers_probability_names_the_verifier_and_drafts(law):
+    """Audit: sampling names a verifier whose coin refused its probability (VerifierError,
+    with the drafts); the exact paths raised the coin's bare InvalidParameterError, naming
+    neither, as if the caller's input were wrong."""
+    from spectheory import VerifierError
+
+    def no_min(p, q, drafts, coins, *, sampling):
+        x = drafts[0]
+        if coins.bernoulli(p[x] / q[x]):  # forgot min(1, .): 4/3 for token 1
+            return x
+        return coins.categorical(p)
+
+    match = r"verifier 'no_min' raised .*bernoulli prob.*\(drafts \(1,\)\)"
+    with pytest.raises(VerifierError, match=match):
+        law(no_min, P_AF, Q_AF, n=1, sampling="iid")

@@ -129,3 +129,28 @@ def test_lossless_section_checks_laws_with_their_own_n(tmp_path, monkeypatch):
     verdicts = ctx.summary["lossless"]["verdicts"]
     both = {"yours: fresh_target [iid]", "yours: fresh_target [without_replacement]"}
     assert both <= set(verdicts)
+
+
+@pytest.mark.parametrize("attrs", [("sd",), ("my_sd", "my_sd")])
+def test_verifiers_named_alike_in_the_report_are_refused_naming_the_spec(
+    user_module, tmp_path, attrs
+):
+    """Audit: ``--verifier mylab:sd`` is named ``sd`` in the report, beside the built-in
+    ``sd``; two modules' ``my_sd`` are both ``my_sd``.  The replay refused the repeat only
+    after the trace was recorded (minutes of model work), with "verifiers must have
+    distinct names", naming neither spec; now the report refuses it before any work."""
+    import sys
+
+    from spectheory.report import build_report
+
+    (tmp_path / "mylab_verifiers_2.py").write_text(textwrap.dedent(MODULE))
+    with open(tmp_path / f"{user_module}.py", "a") as f:
+        f.write("\nsd = my_sd\n")
+    specs = [f"{m}:{a}" for m, a in zip((user_module, "mylab_verifiers_2"), attrs)]
+    try:
+        match = rf"verifier '{specs[-1]}' is named '{attrs[-1]}'"
+        with pytest.raises(InvalidParameterError, match=match):
+            build_report(tmp_path / "out", sections=["verifiers"], trace=synthetic_trace(),
+                         verifiers=specs, progress=False)  # fmt: skip
+    finally:
+        sys.modules.pop("mylab_verifiers_2", None)

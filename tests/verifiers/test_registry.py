@@ -388,3 +388,24 @@ def test_a_closed_form_without_its_laws_is_refused_not_ignored():
                     closed_form_samplings=("iid",))  # fmt: skip
     assert v.closed_form_for("iid") is _overlap
     assert stt.verifier(_first).closed_form_for("iid") is None  # no closed form: fine
+
+
+def test_a_coins_verifier_without_the_sampling_keyword_is_told_why_it_got_a_generator():
+    """Audit: fn(p, q, drafts, coins) (the coins protocol minus `sampling`) reads as a black
+    box and is handed a numpy Generator; the error said only that a Generator has no
+    attribute 'bernoulli', not why it got one."""
+    from spectheory import VerifierError
+
+    def my_sd(p, q, drafts, coins):
+        x = drafts[0]
+        if coins.bernoulli(min(1, p[x] / q[x])):
+            return x
+        return coins.categorical(np.maximum(p - q, 0) / np.maximum(p - q, 0).sum())
+
+    for call in (lambda: stt.verify(my_sd, [0.3, 0.4, 0.3], [0.6, 0.3, 0.1], [0], rng=0),
+                 lambda: stt.check_lossless(my_sd, [0.3, 0.4, 0.3], [0.6, 0.3, 0.1],
+                                            sampling="iid", trials=10)):  # fmt: skip
+        with pytest.raises(VerifierError, match=r"no `sampling` keyword: a coins-protocol "
+                                                r"verifier is fn\(p, q, drafts, coins, \*, "
+                                                r"sampling\)"):
+            call()
