@@ -90,11 +90,10 @@ def _attribute_names(code) -> set[str]:
 def _is_user_module(module) -> bool:
     """A module of the user's: ``__main__`` or one whose file lies outside spectheory, the
     standard library and the installed packages."""
-    if module.__name__ == "__main__":
-        return True
+    script = module.__name__ == "__main__"
     file = getattr(module, "__file__", None)
-    if not file:
-        return False  # built in
+    if script or not file:
+        return script  # a script is the user's; a module without a file is built in
     path = Path(file).resolve()
     return not _in(path, _PACKAGE) and not any(_in(path, d) for d in _LIBRARY_DIRS)
 
