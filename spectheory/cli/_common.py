@@ -133,8 +133,19 @@ def probability(text: str) -> float:
 
 
 def existing_path(text: str) -> str:
-    """A path that exists (file or folder)."""
-    if not Path(text).exists():
+    """A path that exists (file or folder); not empty text.
+
+    ``Path("")`` is the current folder, which exists: ``--trace ''`` passed, then
+    read as no trace at all (the commands record or reuse one instead).  An
+    optional path option's default is therefore None, not ``""`` (argparse
+    passes a text default through the type).
+
+    >>> existing_path("")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: no such file or folder: ''
+    """
+    if not text or not Path(text).exists():
         raise argparse.ArgumentTypeError(f"no such file or folder: {text!r}")
     return text
 

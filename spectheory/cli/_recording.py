@@ -36,13 +36,14 @@ def load_or_record(args):
     return record_trace(trace_settings(args), progress=not args.quiet)
 
 
-def reject_with_trace(args, also=()) -> None:
+def reject_with_trace(args, also=(), seed_used=True) -> None:
     """Refuse recording options given together with ``--trace`` (they would be ignored).
 
-    ``--seed`` is allowed: the commands that replay also use it for their own
-    random streams.
+    ``--seed`` is allowed where ``seed_used``: the commands that replay also use
+    it for their own random streams; the others (``report``, ``trace shard``)
+    pass ``seed_used=False``, since it would be ignored there too.
     """
-    given = [f for f in (*FIELDS, *also) if f != "seed" and f in vars(args)]
+    given = [f for f in (*FIELDS, *also) if f in vars(args) and not (f == "seed" and seed_used)]
     if given:
         flags = ", ".join("--" + f.replace("_", "-") for f in given)
         raise usage_error(f"{flags} cannot be combined with --trace (the trace file has its own)")

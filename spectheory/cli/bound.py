@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -14,6 +15,9 @@ EXAMPLE_TARGET = (0.3, 0.4, 0.3)
 EXAMPLE_DRAFT = (0.6, 0.3, 0.1)
 #: Numbers of drafts of the default table.
 DEFAULT_NS = (1, 2, 3, 4)
+#: Rows and seed of the synthetic batch unless ``--batch``/``--seed`` say otherwise.
+DEFAULT_BATCH = 16
+DEFAULT_SEED = 0
 #: Largest synthetic batch (values per array) of ``--vocab x --batch``.
 MAX_SYNTHETIC_VALUES = 2**28
 #: The solver of :func:`spectheory.solve_bound` used unless ``--method`` says otherwise.
@@ -88,9 +92,12 @@ def add_parser(subparsers):
                    help="also time --method on a synthetic batch at this V, or the dual where the "
                         "method cannot run there (0: skip; default %(default)s)",
                    )  # fmt: skip
-    b.add_argument("--batch", type=positive_int, default=16,
-                   help="rows of the synthetic batch (default %(default)s)")  # fmt: skip
-    b.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the synthetic batch")
+    # left out of the namespace unless given, so that --vocab 0 can refuse them (they would be
+    # ignored without a word)
+    b.add_argument("--batch", type=positive_int, default=argparse.SUPPRESS,
+                   help=f"rows of the synthetic batch (default {DEFAULT_BATCH})")  # fmt: skip
+    b.add_argument("--seed", type=nonnegative_int, default=argparse.SUPPRESS,
+                   help=f"seed of the synthetic batch (default {DEFAULT_SEED})")  # fmt: skip
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(run=run)
     return b
@@ -103,6 +110,12 @@ def run(args) -> int:
     from ..drafting import SAMPLINGS
     from ..solvers.ot_dual import METHODS, solve_bound
 
+    given = [f"--{k}" for k in ("batch", "seed") if k in vars(args)]
+    if not args.vocab and given:
+        raise usage_error(f"{', '.join(given)} cannot be combined with --vocab 0 (--vocab 0 skips "
+                          "the synthetic batch that --batch and --seed set)")  # fmt: skip
+    args.batch = vars(args).get("batch", DEFAULT_BATCH)
+    args.seed = vars(args).get("seed", DEFAULT_SEED)
     if args.vocab * args.batch > MAX_SYNTHETIC_VALUES:
         raise usage_error(
             f"--vocab x --batch must be at most 2**28 values (2 GiB per float64 array); got "
@@ -207,6 +220,10 @@ def _full_vocabulary_demo(args, samplings):
     p, q = softmax(z), softmax(z + rng.standard_normal((B, V)))
     out = []
     grid = [(s, n) for s in samplings for n in args.n if s == "iid" or n <= V]
+    skipped = [f"{s} n={n}" for s in samplings for n in args.n if (s, n) not in grid]
+    if skipped:  # else the batch's table lacked them without a word
+        log.warning(f"synthetic batch: n drafts without replacement or greedy need n <= {V}, "
+                    f"the vocabulary --vocab; skipped {', '.join(skipped)}")  # fmt: skip
     for sampling, n in progress(grid, args, "synthetic batch"):
         method, reason = args.method, None
         t0 = time.perf_counter()

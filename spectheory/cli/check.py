@@ -209,7 +209,8 @@ def run(args) -> int:
         trace = load_or_record(args)
         on = vars(args).get("on", DEFAULT_ON)
         if on not in trace.drafts:
-            raise usage_error(f"--on must be one of the trace's drafts {trace.drafts}; got {on!r}")
+            got = repr(on) if "on" in vars(args) else f"the default {on!r}"  # not given: say so
+            raise usage_error(f"--on must be one of the trace's drafts {trace.drafts}; got {got}")
         temperature = vars(args).get("check_temperature", defaults["temperature"].default)
         if "positions" in vars(args):
             rows = np.array(args.positions)

@@ -22,6 +22,7 @@ adapter without ``--force`` is a usage error (2).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import time
@@ -41,6 +42,8 @@ HELP = "train, list and evaluate early-exit adapter drafts"
 
 #: Temperatures of the held-out evaluation unless ``--temperatures`` says otherwise.
 EVAL_TEMPERATURES = (0.7, 1.0)
+#: Timed steps of ``draft evaluate``'s cost ratio unless ``--repeats`` says otherwise.
+EVAL_REPEATS = 30
 
 
 def vocab_size(text: str):
@@ -55,8 +58,6 @@ def optional_positive_int(text: str):
 
 def loss_spec(text: str) -> str:
     """A training loss (``kl``, ``tv``, ``alpha:N:LAW`` or a weighted sum), in normal form."""
-    import argparse
-
     from .._errors import InvalidParameterError
     from ..lm.adapters import normal_loss
 
@@ -66,7 +67,21 @@ def loss_spec(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _refuse_skipped(args, option, switch, what) -> None:
+    """Refuse ``option`` (its dest) given with ``switch``, which skips ``what`` that it sets."""
+    if option in vars(args):
+        flag = "--" + option.replace("_", "-")
+        raise usage_error(f"{flag} cannot be combined with {switch} ({flag} sets {what}, which "
+                          f"{switch} skips)")  # fmt: skip
+
+
 def run_train(args) -> int:
+    if args.no_eval:
+        _refuse_skipped(args, "temperatures", "--no-eval", "the held-out evaluation")
+    if args.name and args.as_draft:  # --name chooses the file; --as-draft was ignored
+        raise usage_error("--as-draft cannot be combined with --name (both choose where the "
+                          "adapter is saved: 'adapter:L' or the name given)")  # fmt: skip
+
     from .._errors import InvalidParameterError
     from ..lm import adapters as A
     from ..lm._loader import SMOLLM2, check_device, load_model
@@ -123,7 +138,7 @@ def run_train(args) -> int:
     }
     if not args.no_eval:
         log.info("evaluating on the 38 held-out prompts ...")
-        ev = _evaluate_adapter(loaded, adapter, args.temperatures)
+        ev = _evaluate_adapter(loaded, adapter, _eval_temperatures(args))
         extra["held_out"] = _evaluation_dict(ev)
     path = A.save_adapter(adapter, path, extra=extra)
     print(
@@ -198,6 +213,9 @@ def run_list(args) -> int:
 
 
 def run_evaluate(args) -> int:
+    if args.no_cost:
+        _refuse_skipped(args, "repeats", "--no-cost", "the cost-ratio measurement")
+
     from ..lm import adapters as A
     from ..lm._loader import load_model
     from ..lm.acceptance import measure_cost_ratio
@@ -212,7 +230,7 @@ def run_evaluate(args) -> int:
         from ..lm.quantised import bits_per_weight, memory_ratio
 
         qtype = parse_draft(name)[1]
-        ev = evaluate_quantised(loaded, qtype, args.temperatures)
+        ev = evaluate_quantised(loaded, qtype, _eval_temperatures(args))
         out["held_out"] = _evaluation_dict(ev)
         out["bits_per_weight"] = bits_per_weight(qtype)
         out["memory_ratio_vs_bf16"] = round(memory_ratio(loaded, qtype), 4)
@@ -223,12 +241,12 @@ def run_evaluate(args) -> int:
         else:
             adapter = A.load_adapter(loaded, A.adapter_path(name))
         log.info(f"evaluating {adapter.path} on the 38 held-out prompts ...")
-        ev = _evaluate_adapter(loaded, adapter, args.temperatures)
+        ev = _evaluate_adapter(loaded, adapter, _eval_temperatures(args))
         out["held_out"] = _evaluation_dict(ev)
         cost_of = adapter
     if not args.no_cost:
         log.info("measuring the cost ratio on this CPU ...")
-        cr = measure_cost_ratio(loaded, cost_of, repeats=args.repeats)
+        cr = measure_cost_ratio(loaded, cost_of, repeats=vars(args).get("repeats", EVAL_REPEATS))
         out["cost_ratio"] = {
             "c": round(cr.c, 4),
             "t_draft_ms": round(1e3 * cr.t_draft, 3),
@@ -285,8 +303,8 @@ def add_parser(subparsers):
     e = sub.add_parser("evaluate", help="held-out acceptance and cost ratio of a draft")
     e.add_argument("name", help="'adapter:L', a cached adapter name, or 'quant:TYPE'")
     _temperatures(e)
-    e.add_argument("--repeats", type=positive_int, default=30,
-                   help="timed steps of the cost ratio (default %(default)s)")  # fmt: skip
+    e.add_argument("--repeats", type=positive_int, default=argparse.SUPPRESS,
+                   help=f"timed steps of the cost ratio (default {EVAL_REPEATS})")  # fmt: skip
     e.add_argument("--no-cost", action="store_true", help="skip the cost-ratio measurement")
     e.add_argument("--model", default="", help="a local model folder (default SmolLM2)")
     e.set_defaults(run=run_evaluate)
@@ -300,9 +318,16 @@ def _positive_float(text):
 
 
 def _temperatures(parser):
+    # left out unless given, so that train --no-eval can refuse it (it would be ignored)
     parser.add_argument("--temperatures", type=nonnegative_float, nargs="+",
-                        default=list(EVAL_TEMPERATURES),
-                        help="held-out evaluation temperatures (default %(default)s)")  # fmt: skip
+                        default=argparse.SUPPRESS,
+                        help="held-out evaluation temperatures (default "
+                             f"{' '.join(map(str, EVAL_TEMPERATURES))})")  # fmt: skip
+
+
+def _eval_temperatures(args):
+    """The held-out evaluation temperatures: ``--temperatures``, else :data:`EVAL_TEMPERATURES`."""
+    return list(vars(args).get("temperatures", EVAL_TEMPERATURES))
 
 
 def _evaluate_adapter(*args, **kwargs):

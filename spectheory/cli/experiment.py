@@ -130,7 +130,7 @@ def _add_draft_length(sub):
                "holdout": _probability},
     )  # fmt: skip
     trace = p.add_argument_group("trace (default: the default trace, recorded or reused)")
-    trace.add_argument("--trace", type=existing_path, default="", help="a saved trace file")
+    trace.add_argument("--trace", type=existing_path, default=None, help="a saved trace file")
     dataclass_options(trace, "spectheory.lm.trace:TraceSettings", TRACE_FIELDS,
                       types={"prompts": id_list, "max_new_tokens": positive_int})  # fmt: skip
     p.set_defaults(run=run_draft_length)

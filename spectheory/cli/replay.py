@@ -22,7 +22,7 @@ def add_parser(subparsers):
             "law and verifier) as CSV."
         ),
     )
-    rp.add_argument("--trace", type=existing_path, default="",
+    rp.add_argument("--trace", type=existing_path, default=None,
                     help="a saved trace file (else record or reuse)")  # fmt: skip
     add_recording_options(rp)
     add_grid_options(rp, drafts_flag="--replay-drafts")

@@ -27,7 +27,7 @@ def add_parser(subparsers):
     r.add_argument("--verifier", action="append", default=[], metavar="MODULE:FUNCTION",
                    help="your own verifier (coins protocol or black box, or a Verifier record), "
                         "replayed and checked beside the built-in ones; repeatable")  # fmt: skip
-    r.add_argument("--trace", type=existing_path, default="",
+    r.add_argument("--trace", type=existing_path, default=None,
                    help="your own trace file (spectheory trace record, or Trace.from_arrays("
                         "...).save): the report runs on it without loading any model")  # fmt: skip
     r.add_argument("--jobs", type=positive_int, default=None, metavar="N",
@@ -43,7 +43,8 @@ def run(args) -> int:
     from ..report._core import _cores
 
     if args.trace:
-        reject_with_trace(args)
+        # --seed too: the report replays a trace file with its own seeds
+        reject_with_trace(args, seed_used=False)
     settings = None
     if any(f in vars(args) for f in FIELDS):
         # the options given change the report's own trace (quick or full, the report's drafts),

@@ -37,7 +37,7 @@ def add_parser(subparsers):
         action="store_true",
         help="small trace (6 prompts x 8 tokens) and smaller sweeps: about a minute each",
     )
-    r.add_argument("--trace", type=existing_path, default="",
+    r.add_argument("--trace", type=existing_path, default=None,
                    help="a saved trace file (default: the default trace)")  # fmt: skip
     r.set_defaults(run=run)
     return r
@@ -47,6 +47,13 @@ def run(args) -> int:
     from ..papers import PAPERS, get_paper
 
     if args.list:
+        # they would be ignored: --list only lists
+        used = {"PAPER": args.paper, "--out": args.out is not None, "--quick": args.quick,
+                "--trace": args.trace}
+        given = [o for o, u in used.items() if u]
+        if given:
+            raise usage_error(f"{', '.join(given)} cannot be combined with --list (which lists "
+                              "the reproductions and exits)")  # fmt: skip
         width = max(map(len, PAPERS))
         for name, paper in PAPERS.items():
             print(f"{name:<{width}}  arXiv {paper.arxiv:<12} [{paper.setting}]  {paper.title}")

@@ -13,6 +13,7 @@ from ._common import (
     nonnegative_int,
     positive_int,
     signature_options,
+    usage_error,
 )
 from ._grid import add_grid_options, grid_from_args
 from ._summary import print_means
@@ -85,10 +86,28 @@ def add_parser(subparsers):
     return s
 
 
+def _check_combinations(args) -> None:
+    """Refuse options that the other options given make ignored (they would be, without a word)."""
+    given = vars(args)
+    if args.bounds_only:
+        unused = [f for f, d in (("--seed", "seed"), ("--trials", "trials"),
+                                 ("--verifiers", "verifiers")) if d in given]  # fmt: skip
+        if unused:
+            raise usage_error(f"{', '.join(unused)} cannot be combined with --bounds-only (the "
+                              "optimal acceptance runs no verifier and draws nothing)")  # fmt: skip
+    if "local_workers" in given and args.scheduler != "local":
+        raise usage_error(f"--workers needs --scheduler local (the workers of a local Dask "
+                          f"cluster); got --scheduler {args.scheduler}")  # fmt: skip
+    if args.no_cache and args.cache_dir:
+        raise usage_error("--cache-dir cannot be combined with --no-cache (which neither reuses "
+                          "nor stores pieces)")  # fmt: skip
+
+
 def run(args) -> int:
     from ..lm import cache_dir as default_cache
     from ..sim.sweeps import BOUND_COLUMNS, SWEEP_COLUMNS, sweep, sweep_bounds, write_table
 
+    _check_combinations(args)
     grid = grid_from_args(args)
     cache = None if args.no_cache else (args.cache_dir or default_cache() / "sweeps")
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ._common import ExitCode, existing_path, log, positive_float
-from ._recording import add_recording_options, trace_settings
+from ._recording import add_recording_options, reject_with_trace, trace_settings
 
 HELP = "record real-model traces, whole or sharded (needs the models extra)"
 
@@ -39,7 +39,7 @@ def add_parser(subparsers):
         ),
     )
     s.add_argument("--out", required=True, help="folder of the sharded trace")
-    s.add_argument("--trace", type=existing_path, default="",
+    s.add_argument("--trace", type=existing_path, default=None,
                    help="a saved trace file to split (else record)")  # fmt: skip
     s.add_argument("--max-shard-mb", type=positive_float, default=256.0,
                    help="largest shard file, in MiB (default %(default)s)")  # fmt: skip
@@ -77,6 +77,7 @@ def run_shard(args) -> int:
 
     max_bytes = int(args.max_shard_mb * 2**20)
     if args.trace:
+        reject_with_trace(args, seed_used=False)  # splitting a file records nothing
         sharded = shard_trace(load_trace(args.trace), args.out, max_bytes)
     else:
         sharded = record_sharded(

@@ -416,11 +416,13 @@ def test_sweep_options_map_to_their_parameters(monkeypatch, tmp_path, capsys):
         return []
 
     monkeypatch.setattr(sweeps, "sweep", spy)
+    # --workers only with --scheduler local (refused with the others: it was ignored there)
     argv = ["sweep", "--shards", str(tmp_path), "--chunk", "7", "--workers", "3", "--retries",
-            "2", "--seed", "5", "--no-cache", "--out", str(tmp_path / "s.csv"), "-q"]  # fmt: skip
+            "2", "--seed", "5", "--no-cache", "--out", str(tmp_path / "s.csv"), "-q",
+            "--scheduler", "local"]  # fmt: skip
     assert main(argv) == ExitCode.OK
     assert (seen["chunk"], seen["local_workers"], seen["retries"], seen["seed"]) == (7, 3, 2, 5)
-    assert seen["cache_dir"] is None and seen["scheduler"] is None
+    assert seen["cache_dir"] is None and seen["scheduler"] == "local"
 
 
 # --------------------------------------------------------------------------- summary

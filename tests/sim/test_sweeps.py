@@ -362,10 +362,11 @@ def test_bad_input(splits, tmp_path):
 def test_command_line(splits, tmp_path, capsys):
     from spectheory.cli import main
 
-    common = ["sweep", "--shards", str(splits[2].folder), "--cache-dir", str(tmp_path / "c"),
+    bounds = ["sweep", "--shards", str(splits[2].folder), "--cache-dir", str(tmp_path / "c"),
               "--temperatures", "1.0", "--n", "2", "--samplings", "iid", "greedy",
-              "--verifiers", "rrs", "spechub", "--trials", "50", "--seed", "3",
               "--quiet"]  # fmt: skip
+    # the verifiers' options, refused with --bounds-only (they would be ignored there)
+    common = [*bounds, "--verifiers", "rrs", "spechub", "--trials", "50", "--seed", "3"]
     assert main([*common, "--out", str(tmp_path / "t.csv")]) == 0
     assert "rows in" in capsys.readouterr().out
     with open(tmp_path / "t.csv", newline="") as f:
@@ -376,7 +377,10 @@ def test_command_line(splits, tmp_path, capsys):
     assert tuple(rows[0]) == SWEEP_COLUMNS and len(rows) == len(table)
     assert [float(r["mc"]) for r in rows] == [r["mc"] for r in table]
     assert [int(r["shard"]) for r in rows] == [r["shard"] for r in table]
-    assert main([*common, "--bounds-only", "--out", str(tmp_path / "b.csv")]) == 0
+    assert main([*common, "--bounds-only", "--out", str(tmp_path / "b.csv")]) == 2
+    assert "--seed, --trials, --verifiers cannot be combined with --bounds-only" in (
+        capsys.readouterr().err)
+    assert main([*bounds, "--bounds-only", "--out", str(tmp_path / "b.csv")]) == 0
     with open(tmp_path / "b.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == BOUND_COLUMNS
