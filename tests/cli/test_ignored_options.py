@@ -16,14 +16,7 @@ import numpy as np
 import pytest
 
 from spectheory.cli import ExitCode, main
-
-
-def usage_error(argv, capsys) -> str:
-    """Run ``argv``; assert exit code 2 and one line without traceback; return it."""
-    assert main(argv) == ExitCode.USAGE
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.count("\n") == 1, err
-    return err
+from tests.cli.test_commands import usage_error
 
 
 def _strict_json(text):
