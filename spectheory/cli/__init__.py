@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     -------
     int
         An :class:`ExitCode`: 0 success, 1 unexpected failure, 2 bad input or
-        usage, 3 a check failed.
+        usage, 3 a check failed, 141 the reader of stdout closed it early.
     """
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     try:
@@ -149,6 +149,9 @@ def main(argv=None) -> int:
 def _run(args, name) -> int:
     try:
         return int(args.run(args))
+    except BrokenPipeError:  # not bad input: the reader of stdout has gone (`| head`)
+        _silence_stdout()
+        return ExitCode.BROKEN_PIPE
     except (SpecTheoryError, OSError) as exc:
         print(f"spectheory {name}: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -156,3 +159,16 @@ def _run(args, name) -> int:
         _log.exception(f"spectheory {name}: unexpected failure (please report it with this "
                        "traceback)")  # fmt: skip
         return ExitCode.FAILURE
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the flush at exit does not fail again."""
+    import os
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured, replaced)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)

@@ -53,6 +53,9 @@ class ExitCode(enum.IntEnum):
     #: A check failed: ``check`` found the verifier lossy, a ``reproduce`` or
     #: ``report`` check did not come out as expected.
     CHECK_FAILED = 3
+    #: The reader of the results closed them early (``spectheory bound --json | head``): the
+    #: command stops without a message, as a tool killed by SIGPIPE (128 + 13).
+    BROKEN_PIPE = 141
 
 
 class Parser(argparse.ArgumentParser):

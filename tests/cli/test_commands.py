@@ -7,6 +7,7 @@ traceback; none may be silently ignored.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 
 import numpy as np
@@ -491,3 +492,20 @@ def test_replay_drafts_choose_the_drafts_of_a_trace_file(tmp_path, capsys):
         ["replay", "--drafts", "exit:15", "--replay-drafts", "exit:25"]
     )
     assert args.drafts == ["exit:15"] and args.replay_drafts == ["exit:25"]
+
+
+def test_a_closed_pipe_is_not_reported_as_bad_input(monkeypatch, capsys):
+    """``spectheory bound --json | head`` exited 2 with "[Errno 32] Broken pipe", the code and
+    message of bad input: the reader closing stdout is not the user's mistake."""
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["bound", "--json", "--vocab", "0"]) == ExitCode.BROKEN_PIPE == 141
+    err = capsys.readouterr().err
+    assert "error" not in err and "Broken pipe" not in err, err
