@@ -88,8 +88,8 @@ def test_only_the_chosen_command_gets_its_full_parser():
 
 
 def test_exit_code_table():
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
-    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "CHECK_FAILED"]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 141]
+    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "CHECK_FAILED", "BROKEN_PIPE"]
 
 
 # --------------------------------------------------------------------------- version and -m
