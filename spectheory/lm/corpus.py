@@ -336,7 +336,10 @@ def _sample_continuations(loaded, settings, progress):
 
     tok, model = loaded.tokenizer, loaded.model
     device = model_device(model)
-    eos = {int(t) for t in np.atleast_1d(model.generation_config.eos_token_id)}
+    # a model without an end token (eos_token_id None, as a base model's generation config
+    # may say) samples every continuation to its full length; int(None) was a TypeError
+    end = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    eos = set() if end is None else {int(t) for t in np.atleast_1d(end)}
     seqs, starts = [], []
     temps = _SAMPLED_TEMPERATURES
     jobs = [

@@ -108,7 +108,9 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         twice.  A ``.json`` file may also be one JSON array of such objects.
     any other extension (``.txt``)
         One prompt per non-blank line (UTF-8; a leading byte-order mark is
-        dropped), each one user turn (as ``"prompt"``).
+        dropped; lines end at ``\\n``, ``\\r\\n`` or ``\\r`` only, so a line
+        separator such as U+2028 stays inside its prompt; leading and trailing
+        whitespace is stripped), each one user turn (as ``"prompt"``).
         A line that is a JSON prompt object is refused (a JSON file under
         another name would otherwise reach the model as raw JSON).
 
@@ -151,7 +153,12 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
         except InvalidParameterError as exc:
             raise InvalidParameterError(f"{where} {exc}") from None
 
-    entries = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    # Lines end at \n (read_text has made \r\n and \r into \n), as in a text editor:
+    # str.splitlines also split at U+2028, U+0085, form feeds and other separators, so one
+    # .txt prompt holding one became two prompts, and a .jsonl string holding one (valid JSON)
+    # was refused as "not JSON".
+    lines = text.split("\n")
+    entries = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     if is_json and text.lstrip().startswith("["):  # one JSON array of objects
         docs = parse(text, f"prompt file {str(path)!r}")
         entries = [(f"item {k}", d) for k, d in enumerate(docs)]

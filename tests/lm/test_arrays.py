@@ -541,3 +541,26 @@ def test_out_of_range_tokens_are_named():
     p = np.full((4, 5), 0.2)
     with pytest.raises(stt.InvalidParameterError, match=r"\[0, 5\); tokens\[3\] = -1"):
         lm.Trace.from_arrays(p, {"d": p}, kind="probs", tokens=[0, 1, 2, -1])
+
+
+def test_prompt_lines_end_only_at_newlines(tmp_path):
+    """str.splitlines cut a .txt line at U+2028, U+0085 or a form feed (one prompt became
+    two, silently) and a .jsonl line at a U+2028 inside a JSON string (a valid file
+    refused as "not JSON"); \\r\\n and a lone \\r still end a line."""
+    (tmp_path / "p.txt").write_bytes("one\u2028line\r\nx\x85y\x0cz\rlast\n".encode())
+    assert lm.load_prompts(tmp_path / "p.txt") == (
+        ("file", "one\u2028line", "user"),
+        ("file", "x\x85y\x0cz", "user"),
+        ("file", "last", "user"),
+    )
+    (tmp_path / "p.jsonl").write_bytes('{"prompt": "a\u2028b"}\n{"text": "c\u2029"}\n'.encode())
+    assert lm.load_prompts(tmp_path / "p.jsonl") == (("file", "a\u2028b", "user"),
+                                                     ("file", "c\u2029", "raw"))  # fmt: skip
+
+
+def test_json_array_after_whitespace_and_built_in_prompts_are_user_turns(tmp_path):
+    (tmp_path / "a.json").write_text('\n  [{"prompt": "Hi"}, {"text": "raw"}]\n')
+    assert lm.load_prompts(tmp_path / "a.json") == (("file", "Hi", "user"), ("file", "raw", "raw"))
+    from spectheory.lm.prompts import PROMPTS, prompt_set
+
+    assert prompt_set("") == tuple((c, t, "user") for c, t in PROMPTS)
