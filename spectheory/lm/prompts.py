@@ -212,6 +212,11 @@ def load_prompts(path) -> tuple[tuple[str, object, str], ...]:
                     f"{where}: messages must be a non-empty list of "
                     f"{{'role': str, 'content': str}}; got {content!r}"
                 )
+            if not any(m["content"].strip() for m in content):  # as a blank prompt: the
+                # template alone would reach the model
+                raise InvalidParameterError(
+                    f"{where}: every message of the chat is blank; got {content!r}"
+                )
             out.append((category, [dict(m) for m in content], "messages"))
         else:
             if not isinstance(content, str):

@@ -536,6 +536,17 @@ def test_blank_json_prompts_are_refused(tmp_path, line):
         lm.load_prompts(tmp_path / "p.jsonl")
 
 
+def test_a_chat_of_blank_messages_is_refused_as_a_blank_prompt_is(tmp_path):
+    """A chat whose every message was blank passed, where a blank prompt is refused."""
+    blank = {"messages": [{"role": "system", "content": " "}, {"role": "user", "content": ""}]}
+    (tmp_path / "p.jsonl").write_text('{"prompt": "Hi"}\n' + json.dumps(blank) + "\n")
+    with pytest.raises(stt.InvalidParameterError, match=r"line 2: every message of the chat"):
+        lm.load_prompts(tmp_path / "p.jsonl")
+    one = {"messages": [{"role": "system", "content": ""}, {"role": "user", "content": "Hi"}]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(one) + "\n")
+    assert lm.load_prompts(tmp_path / "q.jsonl")[0][2] == "messages"
+
+
 def test_out_of_range_tokens_are_named():
     # the message gave the largest token (2 here), not the offending -1
     p = np.full((4, 5), 0.2)
