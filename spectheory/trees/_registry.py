@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._errors import InvalidParameterError
+import numpy as np
+
+from .._errors import InvalidParameterError, SpecTheoryError
+from ..coins import NotDeterministicError
+from ..verifiers._api import raised_by_coins, verifier_raised
 from ._tree import TREE_KINDS, DraftTree
-from .models import as_model
+from .models import CachedModel, as_model
 from .verify import (
     verify_block,
     verify_kseq,
@@ -103,6 +107,15 @@ def verify_tree(verifier, target, draft, tree, coins) -> tuple:
     tuple of int
         The emitted block: accepted draft tokens, then the correction or bonus token.
 
+    Raises
+    ------
+    VerifierError
+        The verifier raised (a coin refusing its probabilities included), named
+        with the tree (:func:`call_tree_verifier`).
+    InvalidParameterError
+        Its block is not a non-empty tuple of token ids in ``[0, V)``; or the
+        tree is of a kind the verifier is not valid for, or not drawn from ``draft``.
+
     Examples
     --------
     >>> from spectheory.coins import RandomCoins
@@ -125,7 +138,35 @@ def verify_tree(verifier, target, draft, tree, coins) -> tuple:
         raise InvalidParameterError(
             f"coins must be a Coins object (bernoulli, categorical); got {type(coins).__name__}"
         )
-    return v.function(target, draft, tree, coins)
+    return call_tree_verifier(v.name, v.function, target, draft, tree, coins)
+
+
+def call_tree_verifier(name, fn, target, draft, tree, coins) -> tuple:
+    """``fn(target, draft, tree, coins)``, its block checked, its errors named.
+
+    Raises
+    ------
+    VerifierError
+        ``fn`` raised (a coin refusing its probabilities included; a spectheory
+        error of its own making or one of the model functions' passes through):
+        the message names the verifier ``name`` and the tree, the original
+        exception is chained.
+    InvalidParameterError
+        ``fn`` returned something other than a non-empty tuple of token ids in
+        ``[0, V)``.
+    """
+    try:
+        block = fn(target, draft, tree, coins)
+    except Exception as exc:  # the user's bug, reported as such (chained)
+        # ours pass through, but a coin refusing the verifier's arguments (a probability
+        # outside [0, 1], a vector not summing to 1) is the verifier's bug: name it and the
+        # tree, as the single-position paths do (the bare coin error named neither)
+        if _raised_by_model(exc) or (isinstance(exc, SpecTheoryError) and (
+            isinstance(exc, NotDeterministicError) or not raised_by_coins(exc)
+        )):  # fmt: skip
+            raise
+        raise verifier_raised(name, exc, f" on {_describe(tree)}") from exc
+    return _check_block(block, name, tree, target(()).shape[0])
 
 
 def _check_tree_against_models(tree, target, draft):
@@ -156,3 +197,44 @@ def _check_tree_against_models(tree, target, draft):
                     f"tree node {c} (token {t} after {list(tree.path(u))}) has draft "
                     "probability 0: the tree was not drawn from this draft"
                 )
+
+
+def _describe(tree) -> str:
+    """A tree as named in error messages."""
+    return f"the {tree.kind!r} tree with parents {tree.parents} and tokens {tree.tokens}"
+
+
+def _raised_by_model(exc) -> bool:
+    """Whether ``exc`` came out of the target or draft model function (not the verifier's bug)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is CachedModel.__call__.__code__:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _check_block(block, name, tree, vocab) -> tuple:
+    """``block`` as a tuple of int tokens in ``[0, vocab)``, at least one, or raise naming
+    the verifier and the tree.
+
+    An empty block was enumerated as the target's own law (the extension samples the
+    target from scratch) with block efficiency 0; a token outside the vocabulary entered
+    the law as an outcome the target cannot emit.
+    """
+    items = None
+    if not isinstance(block, str | bytes):
+        try:
+            items = tuple(block)
+        except TypeError:
+            pass
+    ok = items is not None and len(items) >= 1 and all(
+        not isinstance(y, bool | np.bool_) and isinstance(y, int | np.integer) and 0 <= y < vocab
+        for y in items
+    )
+    if not ok:
+        raise InvalidParameterError(
+            f"verifier {name!r} returned {block!r} on {_describe(tree)}; a tree verifier must "
+            f"return the emitted block, a tuple of 1 to depth + 1 token ids in [0, {vocab})"
+        )
+    return tuple(int(y) for y in items)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from .._errors import InvalidParameterError
 from .._validate import check_positive_int
-from ..coins import enumerate_outcomes
-from ._registry import _check_tree_against_models, get_tree_verifier
+from ..coins import NotDeterministicError, enumerate_outcomes
+from ._registry import _check_tree_against_models, call_tree_verifier, get_tree_verifier
 from ._tree import DraftTree
 from .models import as_model
 
@@ -107,7 +107,13 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
         vocabularies differ, a tree token lies outside the vocabulary, or a
         tree token has draft probability 0 (the tree was not drawn from
         ``draft``: verifying it would silently give a law other than the
-        target's).
+        target's), or the verifier returned something other than a non-empty
+        tuple of token ids in ``[0, V)``.
+    VerifierError
+        The verifier raised (a coin refusing its probabilities included): the
+        message names the verifier and the tree, and the original exception
+        is chained.  :class:`~spectheory.coins.NotDeterministicError` (a
+        :class:`VerifierError`) names the verifier.
 
     Examples
     --------
@@ -130,9 +136,10 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
         )
     if callable(verifier) and not isinstance(verifier, str):
         fn, kinds = verifier, None
+        name = getattr(verifier, "__name__", repr(verifier))
     else:
         v = get_tree_verifier(verifier)
-        fn, kinds = v.function, v.kinds
+        fn, kinds, name = v.function, v.kinds, v.name
     target = as_model(target, "target")
     draft = as_model(draft, "draft")
 
@@ -145,12 +152,14 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
                 f"drafter must return a DraftTree; got {type(tree).__name__}"
             )
         if kinds is not None and tree.kind not in kinds:
-            raise InvalidParameterError(f"verifier is not valid for {tree.kind!r} trees")
+            raise InvalidParameterError(
+                f"verifier {name!r} is not valid for {tree.kind!r} trees (only {kinds})"
+            )
         key = (tree.parents, tree.tokens)
         if key not in checked:  # many coin branches draw the same tree: check it once
             _check_tree_against_models(tree, target, draft)
             checked.add(key)
-        block = tuple(fn(target, draft, tree, coins))
+        block = call_tree_verifier(name, fn, target, draft, tree, coins)
         if len(block) > length:
             raise InvalidParameterError(f"length={length} is shorter than an emitted block {block}")
         seq = block
@@ -158,7 +167,10 @@ def block_law(verifier, target, draft, drafter, length: int, *, max_leaves=2_000
             seq = (*seq, coins.categorical(target(seq)))
         return seq, len(block)
 
-    law = enumerate_outcomes(run, max_leaves=max_leaves)
+    try:
+        law = enumerate_outcomes(run, max_leaves=max_leaves)
+    except NotDeterministicError as exc:
+        raise NotDeterministicError(f"verifier {name!r} or its drafter: {exc}") from None
     extended, lengths = {}, {}
     tau = 0
     for (seq, k), w in law.items():
