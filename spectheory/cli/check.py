@@ -60,8 +60,8 @@ def add_parser(subparsers):
     ck.add_argument("--sampling", default=None,
                     help="draft law (default: every law the verifier claims, each at alpha / laws)",
                     )  # fmt: skip
-    ck.add_argument("--target", default="", help="p, comma-separated (instead of a trace)")
-    ck.add_argument("--draft", default="", help="q, comma-separated (with --target; default p)")
+    ck.add_argument("--target", default=None, help="p, comma-separated (instead of a trace)")
+    ck.add_argument("--draft", default=None, help="q, comma-separated (with --target; default p)")
     ck.add_argument("--trace", type=existing_path, default=argparse_suppress(),
                     help="a saved trace file")  # fmt: skip
     add_recording_options(ck)
@@ -165,9 +165,11 @@ def _resolve_verifier(args):
 def _check_rows(args):
     """Which rows: --target/--draft numbers, or trace positions; refuse mixed options."""
     given = vars(args)
-    if args.draft and not args.target:
+    # None when not given: an empty value (an unset shell variable) is refused by the parser
+    # of numbers, not read as "no target" (which recorded the model) or "q = p"
+    if args.draft is not None and args.target is None:
         raise usage_error("--draft needs --target (a trace has its own drafts; see --on)")
-    if args.target:
+    if args.target is not None:
         mixed = [o for o in (*_TRACE_ONLY, *RECORDING_FIELDS) if o in given and o != "seed"]
         if mixed:
             flags = ", ".join("--" + o.replace("_", "-") for o in mixed)
@@ -197,10 +199,11 @@ def run(args) -> int:
         common["sampling"] = check_choice(law, "--sampling", SAMPLINGS)
     if "seed" in vars(args):  # the checker's seed keyword: rng (seed in older versions)
         common["rng" if "rng" in defaults else "seed"] = args.seed
-    if args.target:
-        where = f"p = {args.target}, q = {args.draft or args.target}"
+    if args.target is not None:
+        q_text = args.target if args.draft is None else args.draft
+        where = f"p = {args.target}, q = {q_text}"
         target = numbers(args.target, "--target", False)
-        draft = numbers(args.draft or args.target, "--draft", False)
+        draft = numbers(q_text, "--draft", False)
         report = check_lossless(verifier, target, draft, **common)
     else:
         from ..distributions import process_logits

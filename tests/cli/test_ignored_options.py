@@ -281,3 +281,15 @@ def test_check_names_the_default_draft_it_looked_for(trace_file, capsys):
     assert "got the default 'exit:25'" in err
     err = usage_error(["check", "rrs", "--trace", trace_file, "--on", "exit:9"], capsys)
     assert "got 'exit:9'" in err and "default" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [(["--target", ""], "--target"), (["--target", "0.5,0.5", "--draft", ""], "--draft")],
+)
+def test_check_refuses_an_empty_target_or_draft(argv, flag, capsys):
+    """``check --target ''`` (an unset shell variable) was read as no target at all, so the
+    command recorded or reused the real model's trace; ``--draft ''`` silently checked
+    q = p."""
+    err = usage_error(["check", "sd", *argv, "--trials", "50"], capsys)
+    assert f"{flag} must be comma-separated numbers; got ''" in err
