@@ -541,6 +541,9 @@ def speedup_positional(acceptance, c, *, kind="conditional"):
     """
     P = _positional_prefix(acceptance, kind)
     cc = _check_cost(c, "c")
+    # numpy's own error ("operands could not be broadcast together with shapes (2,3) (3,3)")
+    # names neither argument and shows the shapes after the gamma axis was added.
+    _check_broadcast(**{"acceptance.shape[:-1]": P[..., 0], "c": cc})
     g = np.arange(P.shape[-1] + 1)
     return _tau_curve(P) / (g * cc[..., None] + 1.0)
 
