@@ -25,7 +25,8 @@ tensor             shape       meaning
 =================  ==========  ===============================================
 
 and optional string metadata ``kind`` (``"logits"``, the default, or
-``"probs"``) and ``name`` (the model's name).  Any float dtype is read;
+``"probs"``) and ``name`` (the model's name); any other key but ``format``
+(which writers add) is refused.  Any float dtype is read;
 integers must be integer tensors.  Rows given as logits that are in fact
 probabilities (every entry in [0, 1], every row summing to 1) are refused
 rather than softmaxed a second time; probabilities are checked at the
@@ -64,7 +65,10 @@ import numpy as np
 from .._errors import InvalidParameterError, ShapeMismatchError, TraceError
 from .drafts import parse_draft
 
-__all__ = ["fields_from_tensors", "save_arrays", "trace_fields"]
+__all__ = ["METADATA_KEYS", "fields_from_tensors", "save_arrays", "trace_fields"]
+
+#: String metadata the array layout reads (besides "format", which writers add and is ignored).
+METADATA_KEYS = ("kind", "name")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -348,6 +352,15 @@ def fields_from_tensors(tensors: dict, header: dict, where: str = "arrays") -> d
         )
     if extra:
         raise TraceError(f"{where}: unknown tensors {extra} in the array layout")
+    # A metadata key the layout does not read was ignored: a misspelt "Kind": "probs" read
+    # probabilities as logits' defaults, a "temperature" was never applied.  ("format" is
+    # what torch's and other writers add by themselves.)
+    unread = sorted(set(header) - set(METADATA_KEYS) - {"format"})
+    if unread:
+        raise TraceError(
+            f"{where}: unknown metadata {unread} in the array layout (it reads "
+            f"{', '.join(METADATA_KEYS)}; a temperature is applied when replaying, not stored)"
+        )
     if ("prompt_tokens" in tensors) != ("prompt_offsets" in tensors):
         raise TraceError(f"{where}: prompt_tokens and prompt_offsets come together")
     try:

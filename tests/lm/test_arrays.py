@@ -310,6 +310,23 @@ def test_from_arrays_bad_input():
         lm.Trace.from_arrays(t, d, kind="logprobs")
 
 
+@pytest.mark.parametrize("meta", [{"Kind": "probs"}, {"kind": "probs", "temperature": "0.7"}])
+def test_array_layout_refuses_metadata_it_does_not_read(tmp_path, meta):
+    """A misspelt ``Kind`` or a ``temperature`` was ignored without a word (the rows read
+    with the defaults, the temperature never applied); ``format``, which torch's writer
+    adds by itself, is still read past."""
+    from safetensors.numpy import save_file
+
+    p = np.random.default_rng(0).dirichlet(np.ones(8), size=3)
+    save_file({"target": p, "draft/x": p}, str(tmp_path / "a.safetensors"), metadata=meta)
+    bad = sorted(set(meta) - {"kind"})
+    with pytest.raises(stt.TraceError, match=rf"unknown metadata \{bad}"):
+        lm.load_trace(tmp_path / "a.safetensors")
+    save_file({"target": p, "draft/x": p}, str(tmp_path / "b.safetensors"),
+              metadata={"kind": "probs", "format": "pt"})  # fmt: skip
+    assert lm.load_trace(tmp_path / "b.safetensors").target_logits.shape == (3, 8)
+
+
 def test_array_layout_file_roundtrip_and_missing_tensors(tmp_path):
     from safetensors.numpy import save_file
 
