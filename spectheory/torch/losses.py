@@ -78,13 +78,22 @@ def parse_loss(spec) -> dict[str, float]:
     out = {}
     for name, weight in terms:
         _check_name(name)
-        w = float(weight)
+        try:
+            w = float(weight)
+        except (TypeError, ValueError):  # a mapping's weight: None, "abc", a list
+            raise InvalidParameterError(
+                f"loss weight of {name!r} must be a number; got {weight!r}"
+            ) from None
         if not math.isfinite(w) or w < 0:
             raise InvalidParameterError(f"loss weight of {name!r} must be finite and >= 0; got {w}")
         # A name given twice ("kl+kl", or "alpha:04:iid" beside "alpha:4:iid") is one term
         # with the summed weight, as the sum it writes; the last weight alone dropped the others.
         key = _canonical(name)
         out[key] = out.get(key, 0.0) + w
+        if not math.isfinite(out[key]):  # "1e308*kl+1e308*kl": each finite, the sum inf
+            raise InvalidParameterError(
+                f"loss weights of {key!r} sum to {out[key]}; they must sum to a finite number"
+            )
     if not any(out.values()):
         raise InvalidParameterError(f"loss weights are all zero: {out}")
     return out

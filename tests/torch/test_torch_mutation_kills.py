@@ -176,6 +176,44 @@ def test_optimal_sends_a_draft_of_mass_3e_16_to_the_reference():
     assert out.tokens.tolist() == [want]
 
 
+# --------------------------------------------------------------------------- _ops.py
+
+
+def test_a_rejection_with_no_residual_mass_draws_from_the_target():
+    """Bug: ``normalise_or`` took every row as having mass (``total >= 0``), so a rejected
+    row whose residual ``(p - q)_+`` is all zero became 0/0 = NaN and the inverse CDF
+    returned the last token (2) instead of falling back to ``p``.
+
+    Such a row is a rejection by rounding: ``p = [0.2, 0.3, 0.5 - 2^-54]`` sums to 1 in
+    float64 (kept as given) and lies below ``q = [0.2, 0.3, 0.5]`` everywhere, so draft 2
+    is accepted with probability ``1 - 2^-53``, which the coin ``1 - 2^-53`` fails.  The
+    fallback law is ``p`` (the reference's ``residual``); the coin 0.1 draws token 0 from it
+    (hand computation: 0.1 < p_0 = 0.2).  Checked on ``sd``, ``rrs``, ``rrs_wor`` and the
+    chain round, each against the coins reference or that hand value.
+    """
+    p = [0.2, 0.3, 0.5 - 2.0**-54]
+    q = [0.2, 0.3, 0.5]
+    assert sum(p) == 1.0 and p[2] < q[2]  # kept as given; (p - q)_+ = 0
+    P, Q = torch.tensor([p], dtype=D), torch.tensor([q], dtype=D)
+    no = 1 - 2.0**-53
+    for name, sampling, drafts, u in [
+        ("sd", "iid", (2,), [no, 0.1]),
+        ("rrs", "iid", (2, 2), [no, no, 0.1]),
+        ("rrs_wor", "without_replacement", (2,), [no, 0.1]),
+    ]:
+        want = REGISTRY[name].function(
+            np.array(p), np.array(q), drafts, ReplayCoins(np.array(u)), sampling=sampling
+        )
+        out = verify(name, P, Q, torch.tensor([drafts]), uniforms=torch.tensor([u], dtype=D),
+                     sampling=sampling)
+        assert want == 0 and out.tokens.tolist() == [0], name
+    res = chain_speculative_sampling(
+        torch.tensor([[p, p]], dtype=D), torch.tensor([[q]], dtype=D), torch.tensor([[2]]),
+        uniforms=torch.tensor([[no, 0.1]], dtype=D), backend="torch",
+    )
+    assert res.output_token_ids.tolist() == [[0, -1]]
+
+
 # --------------------------------------------------------------------------- _checks.py
 
 
@@ -423,3 +461,19 @@ def test_without_replacement_loss_with_more_drafts_than_tokens_gets_the_bounds_e
     z = torch.zeros((1, 3), dtype=D)
     with pytest.raises(InvalidParameterError, match="drafts without replacement need at least n"):
         draft_loss("alpha:4:without_replacement", p, z)
+
+
+@pytest.mark.parametrize("weight", [None, "abc", [1.0]])
+def test_a_mapping_weight_that_is_not_a_number_is_refused_naming_the_term(weight):
+    """Bug: ``{"tv": None}`` raised float()'s bare TypeError (``"abc"`` a ValueError naming
+    neither the loss nor the term), not the loss's own error."""
+    with pytest.raises(InvalidParameterError, match=r"loss weight of 'tv' must be a number"):
+        parse_loss({"kl": 1.0, "tv": weight})
+
+
+def test_weights_of_a_repeated_name_must_sum_to_a_finite_number():
+    """Bug: ``1e308*kl+1e308*kl`` passed the finite-weight check term by term, summed to an
+    infinite weight, and draft_loss returned inf (hand: 2e308 overflows float64)."""
+    with pytest.raises(InvalidParameterError, match=r"'kl' sum to inf"):
+        parse_loss("1e308*kl+1e308*kl")
+    assert parse_loss("1e308*kl+1e308*tv") == {"kl": 1e308, "tv": 1e308}  # each term finite
