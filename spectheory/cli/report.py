@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._common import ExitCode, existing_path, log, positive_int
+from ._common import ExitCode, existing_path, log, positive_int, usage_error
 from ._recording import FIELDS, add_recording_options, reject_with_trace, trace_settings
 
 HELP = "the whole pipeline on the real model, written as one HTML report (+ CSV, JSON)"
@@ -39,9 +39,21 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..report import build_report
+    from ..report import SECTIONS, build_report
+    from ..report._background import BACKGROUND_SECTIONS
     from ..report._core import _cores
 
+    chosen = args.sections or ()
+    if args.jobs is not None and args.jobs >= 2 and chosen and set(chosen) <= set(SECTIONS):
+        # --jobs N runs the papers in a second process beside the other sections: with only
+        # one kind selected, every section runs in this process and N would go unused
+        background = [s for s in chosen if s in BACKGROUND_SECTIONS]
+        if not background or len(background) == len(chosen):
+            raise usage_error(
+                f"--jobs {args.jobs} cannot be combined with --sections "
+                f"{' '.join(args.sections)} (--jobs runs {', '.join(BACKGROUND_SECTIONS)} in a "
+                "second process beside the other sections; these leave nothing to run beside it)"
+            )
     if args.trace:
         # --seed too: the report replays a trace file with its own seeds
         reject_with_trace(args, seed_used=False)

@@ -347,6 +347,11 @@ def check_lossless(
                 f"temperature processes a trace's logits; got temperature={temperature!r} with "
                 "probability rows (process logits first: spectheory.process_logits)"
             )
+        if draft is None:  # read as a 0-d array it was refused as a draft "of shape ()"
+            raise InvalidParameterError(
+                "draft is required with probability rows: the draft distribution(s) q, of the "
+                "target's shape; got None"
+            )
         p, q, _ = as_distribution_pair(target, draft)
     for law in laws:
         try:

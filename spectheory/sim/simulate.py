@@ -173,6 +173,8 @@ def simulate(
     rng : int, numpy.random.Generator, SeedSequence or None
         Source of all the uniforms (:func:`spectheory._validate.check_rng`);
         None means seed 0, so that a simulation is reproducible by default.
+        Refused with both ``uniforms`` and ``draft_uniforms``, which leave it
+        nothing to draw.
     uniforms : array_like, shape (B, T, K), optional
         Verifier uniforms in [0, 1) instead of drawn ones; ``K`` is the
         record's ``uniforms(n)`` for verifiers with a kernel, and at least the
@@ -192,7 +194,8 @@ def simulate(
     InvalidParameterError
         Unknown verifier, a draft law or ``n`` it does not support, ``n`` or
         ``trials`` not a positive integer, uniforms outside [0, 1), a bad
-        ``rng``, a verifier that returns something other than a token id.
+        ``rng`` (or one given with both kinds of uniforms), a verifier that
+        returns something other than a token id.
     InvalidDistributionError, ShapeMismatchError
         Bad target or draft, or uniforms of the wrong shape.
     """
@@ -215,6 +218,12 @@ def simulate(
             "Generator); pass rng instead"
         )
 
+    if uniforms is not None and draft_uniforms is not None and seed_in is not None:
+        raise InvalidParameterError(
+            f"{'rng' if seed is None else 'seed'}={seed_in!r} would be ignored: uniforms and "
+            "draft_uniforms together fix every random number of the simulation; pass rng "
+            "with at most one of them"
+        )
     kd = _kernels.draft_uniforms(n, sampling)
     if draft_uniforms is None:
         du = gen.random((B, trials, kd))

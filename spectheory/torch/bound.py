@@ -20,9 +20,10 @@ the ``p/q`` order (ties of ``p/q`` broken by token id), a valid one-sided
 derivative but not, in general, a two-sided one.
 
 The function differentiated is :math:`\alpha^*(p / \sum p,\ q / \sum q)`: it
-is homogeneous of degree 0, so its gradient is tangent to the simplex
-(:math:`\sum_i q_i \partial_{q_i} = 0`) and, through a softmax, equals the
-gradient with respect to the logits.
+is homogeneous of degree 0, so its gradient is orthogonal to the row
+(:math:`\sum_i q_i \partial_{q_i} = 0`; its entries need not sum to 0) and,
+through a softmax, the Jacobian's centring term vanishes: the gradient with
+respect to the logits is :math:`q_i \partial_{q_i}`.
 
 Draft laws:
 

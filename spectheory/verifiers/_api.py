@@ -96,7 +96,7 @@ def _check_drafts(v, q, drafts, sampling, row):
         )
 
 
-def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
+def verify(verifier, target, draft, drafts, rng=None, *, sampling=None, seed=None):
     """Run a verifier once on sampled drafts and return the output token.
 
     Parameters
@@ -114,6 +114,9 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
         :class:`~spectheory.coins.RandomCoins` (or passed to a black box).
     sampling : {"iid", "without_replacement", "greedy"}, optional
         The law the drafts were drawn from; default the verifier's first law.
+    seed : optional
+        Alias of ``rng``, as in :func:`spectheory.simulate` and
+        :func:`spectheory.check_lossless`; pass one of the two.
 
     Returns
     -------
@@ -136,7 +139,12 @@ def verify(verifier, target, draft, drafts, rng=None, *, sampling=None):
         raise ShapeMismatchError(
             f"drafts of shape {arr.shape} do not match target rows of shape {p.shape}"
         )
-    gen = check_rng(rng)
+    if seed is not None:
+        if rng is not None:
+            raise InvalidParameterError("pass rng or seed (an alias of rng), not both")
+        gen = check_rng(seed, "seed")
+    else:
+        gen = check_rng(rng)
     coins = RandomCoins(gen)
     out = np.empty(p.shape[0], dtype=np.int64)
     for b in range(p.shape[0]):

@@ -145,6 +145,38 @@ def test_report_on_a_trace_file_refuses_seed(trace_file, tmp_path, capsys):
     assert "spectheory report: error: --seed cannot be combined with --trace" in err
 
 
+
+@pytest.mark.parametrize("sections", [["setup"], ["setup", "lossless"], ["papers"]])
+def test_report_jobs_refused_where_nothing_runs_beside_the_papers(trace_file, tmp_path,
+                                                                  sections, capsys):
+    """Audit: ``--jobs 2`` runs the papers in a second process beside the other sections;
+    with no papers, or the papers alone, every section ran in one process and ``--jobs`` was
+    ignored without a word (exit code 0)."""
+    argv = ["report", "--trace", trace_file, "--jobs", "2", "--sections", *sections,
+            "--out", str(tmp_path / "r")]  # fmt: skip
+    err = usage_error(argv, capsys)
+    assert f"--jobs 2 cannot be combined with --sections {' '.join(sections)}" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "jobs"),
+    [(["--jobs", "2", "--sections", "setup", "papers"], 2),
+     (["--jobs", "1", "--sections", "setup"], 1),
+     (["--jobs", "3"], 3)],
+)  # fmt: skip
+def test_report_jobs_reach_the_report_where_they_apply(extra, jobs, tmp_path, monkeypatch):
+    import spectheory.report as report_pkg
+
+    seen = {}
+
+    def fake_build_report(out, **kw):
+        seen.update(kw)
+        raise KeyboardInterrupt  # stop here: only the arguments are watched
+
+    monkeypatch.setattr(report_pkg, "build_report", fake_build_report)
+    assert main(["report", *extra, "--out", str(tmp_path / "r")]) == 130
+    assert seen["jobs"] == jobs
+
 # --------------------------------------------------------------------------- replay, sweep
 
 

@@ -117,6 +117,16 @@ def test_bad_arguments():
         stt.check_lossless("magic", P, Q)
 
 
+
+def test_missing_draft_is_named():
+    """Audit: without ``draft`` the rows were refused as a draft "of shape ()", as if the
+    caller had passed a scalar; the default ``None`` is not a draft (the command line's
+    ``--draft`` defaults to p, the function does not)."""
+    with pytest.raises(stt.InvalidParameterError, match="draft is required with probability"):
+        stt.check_lossless("rrs", P, n=2, trials=100)
+    with pytest.raises(stt.InvalidParameterError, match="draft is required with probability"):
+        stt.check_lossless("rrs", P, None, n=2, trials=100)
+
 # --- calibration of the checker's statistics (issue 18 item 1) ---------------------------------
 
 CAL_P = stt.softmax(np.random.default_rng(11).standard_normal((8, 3)))

@@ -277,6 +277,22 @@ def test_one_randomness_keyword_and_one_sampling_default():
         verify("rrs", P, Q, [0], rng=1.5)
 
 
+def test_verify_takes_the_seed_alias_too():
+    """README: ``rng`` is the one randomness keyword of verify, simulate and check_lossless,
+    ``seed=`` its alias; ``verify(..., seed=7)`` raised a TypeError."""
+    rows = np.tile(np.array(P), (200, 1))
+    drafts = np.tile([0, 0], (200, 1))  # token 0 is accepted with probability 1/2
+    by_rng = verify("rrs", rows, np.tile(Q, (200, 1)), drafts, rng=7)
+    by_seed = verify("rrs", rows, np.tile(Q, (200, 1)), drafts, seed=7)
+    assert np.array_equal(by_rng, by_seed)
+    other = verify("rrs", rows, np.tile(Q, (200, 1)), drafts, seed=8)
+    assert not np.array_equal(by_seed, other)  # the seed is used, not ignored
+    with pytest.raises(InvalidParameterError, match="rng or seed"):
+        verify("rrs", P, Q, [0, 0], rng=1, seed=1)
+    with pytest.raises(InvalidParameterError, match="seed must be None, a non-negative"):
+        verify("rrs", P, Q, [0, 0], seed=-1)
+
+
 def test_live_generation_resolves_either_protocol():
     pytest.importorskip("torch")
     from spectheory.coins import RandomCoins
