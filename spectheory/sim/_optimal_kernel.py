@@ -348,7 +348,8 @@ def optimal_token(p, q, drafts, u):
     n = drafts.shape[0]
     order, nT, R, g, y, pos = row_tables(p, q, n)
     x = int(_select_fast(order, nT, pos, g, R, n, drafts, float(u[0])))
-    prob = min(1.0, p[x] / y[x]) if y[x] > 0 else 0.0
+    with np.errstate(over="ignore"):  # p / subnormal y is inf: accept, as the reference
+        prob = min(1.0, p[x] / y[x]) if y[x] > 0 else 0.0
     if u[1] < prob:
         return x
     excess = np.where(p > y, p - y, 0.0)

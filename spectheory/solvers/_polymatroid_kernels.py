@@ -273,7 +273,11 @@ def row_tables(p, q, n):
     # by id cost more than the argsort.
     zero = p[sup] == 0
     rest = sup[~zero]
-    r = p[rest] / q[rest]
+    # p / subnormal q overflows to inf (a softmax row with a logit gap beyond ~708): such a
+    # token sorts after every finite ratio, as its true ratio does, without a warning
+    # (warnings are errors in strict callers; ``bound`` orders the same ratios silently).
+    with np.errstate(over="ignore"):
+        r = p[rest] / q[rest]
     idx = np.argsort(r)
     asc = rest[idx]
     _ties_by_id(asc, r[idx])

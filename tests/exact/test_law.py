@@ -108,6 +108,30 @@ def test_closed_forms_equal_the_enumerated_acceptance(name, sampling, data):
     assert abs(acceptance(name, pf, qf, n=n, sampling=sampling) - float(closed)) < 1e-12
 
 
+def test_acceptance_uses_the_closed_form_when_the_coin_tree_outgrows_its_estimate():
+    """``optimal``, V = 4, n = 7: estimated at 180,224 runs (4^7 tuples x (n + V) leaves, under
+    MAX_CALLS), its coin tree holds up to V mixture components a tuple, so enumeration
+    stops at MAX_CALLS.  Regression: ``acceptance`` then raised InstanceTooLargeError ("use
+    spectheory.simulate") though the verifier has an exact closed form, which the module
+    promises it falls back to.  Oracle: the bound by enumerating token subsets in Fractions
+    (min over A of 1 - (1 - q(A))^n + p(V \\ A)); ``output_distribution`` has no closed form
+    and still refuses."""
+    import itertools
+
+    from spectheory import InstanceTooLargeError
+    from spectheory.exact._law import MAX_CALLS, estimated_calls
+
+    a, b, n = [26, 22, 4, 2], [34, 30, 33, 21], 7
+    p, q = np.array(a) / sum(a), np.array(b) / sum(b)
+    assert estimated_calls(q, n, "iid") <= MAX_CALLS
+    pf, qf = [F(x, sum(a)) for x in a], [F(x, sum(b)) for x in b]
+    want = min(1 - (1 - sum(qf[i] for i in A)) ** n + sum(pf[i] for i in range(4) if i not in A)
+               for r in range(5) for A in itertools.combinations(range(4), r))
+    assert abs(acceptance("optimal", p, q, n) - float(want)) < 1e-12
+    with pytest.raises(InstanceTooLargeError, match="bigger than estimated"):
+        output_distribution("optimal", p, q, n)
+
+
 def test_kseq_closed_form_when_rounding_puts_p_acc_just_below_one():
     # p = q: beta = 1 up to rounding (a shrunk failure of the random profile).
     p = np.array([1, 4, 1]) / 6

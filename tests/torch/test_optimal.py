@@ -200,3 +200,25 @@ def test_cuda_tokens_equal_cpu_tokens(V):
         cpu = verify("optimal", p, q, d, uniforms=u).tokens
         gpu = verify("optimal", p.cuda(), q.cuda(), d.cuda(), uniforms=u.cuda()).tokens
         assert gpu.device.type == "cuda" and torch.equal(gpu.cpu(), cpu)
+
+
+def test_a_subnormal_draft_entry_raises_no_warning():
+    """A draft entry below the smallest normal double (softmax with a logit gap past ~708):
+    the host plan's p / q overflows to inf.  Regression: numpy's overflow warning escaped
+    the torch form (an error under warnings as errors).  Same tokens as the reference."""
+    import warnings
+
+    p = softmax(np.array([0.0, -1.0, -2.0, -3.0]))
+    q = softmax(np.array([0.0, -1.0, -2.0, -740.0]))
+    assert 0 < q[3] < np.finfo(np.float64).tiny
+    rng = np.random.default_rng(4)
+    d = np.array([[3, 3], [3, 0], [0, 3]] + [list(rng.choice(4, 2, p=q)) for _ in range(13)])
+    u = rng.random((d.shape[0], 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = verify("optimal", torch.from_numpy(np.repeat(p[None], d.shape[0], 0)),
+                     torch.from_numpy(np.repeat(q[None], d.shape[0], 0)), torch.from_numpy(d),
+                     uniforms=torch.from_numpy(u)).tokens.tolist()
+        ref = [optimal(p, q, tuple(int(x) for x in d[t]), ReplayCoins(u[t]))
+               for t in range(d.shape[0])]
+    assert out == ref

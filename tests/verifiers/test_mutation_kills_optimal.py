@@ -398,3 +398,88 @@ def test_window_sums_with_the_big_token_at_the_windows_edge():
     value, y, _ = _part_state(mu, q, e, base, p)
     value_np, y_np, _ = _part_state_numpy(mu, q, e, base, p)
     assert np.array_equal(y, y_np) and value == value_np
+
+
+#: A four-token row the pair-tier search reaches exactly (its coins re-solved in Fractions),
+#: and whose float coins, taken as exact fractions, leave about 2e-17 below the bound.
+TIER_ROW = ([3, 5, 4, 5], [3, 5, 6, 4])
+
+
+def test_pair_tier_float_plan_is_reached_only_to_1e_12(monkeypatch):
+    """``pair_tier_plan``'s ``reached`` (float rows): to 1e-12, no looser.
+
+    The search is made to stop short: its coins are shrunk by ``1 - 1e-9``, which leaves
+    about 7e-11 below the bound; the plan must say so.  Kills, in
+    ``solvers/pair_tiers.pair_tier_plan``: the float tolerance 1e-12 widened (1e-6).
+    """
+    import spectheory.solvers.pair_tiers as pt
+
+    p, q = (np.array(w, dtype=np.float64) / sum(w) for w in TIER_ROW)
+    assert pt.pair_tier_plan(p, q).reached
+    blocks = pt._blocks
+
+    def short_of_the_bound(*args, **kwargs):
+        tiers, missed = blocks(*args, **kwargs)
+        return [(block, np.asarray(a) * (1 - 1e-9)) for block, a in tiers], missed
+
+    monkeypatch.setattr(pt, "_blocks", short_of_the_bound)
+    plan = pt.pair_tier_plan(p, q)
+    assert 1e-11 < plan.bound - plan.alpha_value < 1e-9
+    assert not plan.reached and plan.status == "exact"
+
+
+def test_pair_tier_fraction_plan_is_reached_only_exactly(monkeypatch):
+    """``pair_tier_plan``'s ``reached`` (Fraction rows) means equal to the bound exactly.
+
+    With the exact re-solve of the coins switched off, the float coins leave a gap of
+    rounding size (below 1e-15); the plan must not call that reached.  Kills, in
+    ``solvers/pair_tiers.pair_tier_plan``: the exact test ``value == bound`` replaced by the
+    float one (``abs(value - bound) <= 1e-12``).
+    """
+    import spectheory.solvers.pair_tiers as pt
+
+    p, q = (_fractions(w) for w in TIER_ROW)
+    plan = pt.pair_tier_plan(p, q)
+    assert plan.reached and plan.alpha_value == plan.bound  # positive control
+    monkeypatch.setattr(pt, "_exact_tier_coins", lambda *args: None)
+    plan = pt.pair_tier_plan(p, q)
+    assert 0 < plan.bound - plan.alpha_value < F(1, 10**15)
+    assert not plan.reached and plan.status == "exact"
+
+
+def _tier_rule_acceptance(p, q, tier, coin):
+    """sum_a min(p_a, y_a) of a tier rule, by enumerating the ordered pairs (a, b) of two
+    drafts without replacement, P = q_a q_b / (1 - q_a): the lower tier's draft, within a
+    tier ``a`` with probability ``coin[a]`` (independent of ``pair_marginal``)."""
+    V = len(q)
+    y = [0.0] * V
+    for a, b in itertools.permutations(range(V), 2):
+        if q[a] == 0 or q[b] == 0:
+            continue
+        pair = q[a] * q[b] / (1 - q[a])
+        w = 1 if tier[a] < tier[b] else 0 if tier[a] > tier[b] else coin[a]
+        y[a] += pair * w
+        y[b] += pair * (1 - w)
+    return sum(min(x, z) for x, z in zip(p, y))
+
+
+def test_pair_tier_plan_keeps_the_better_rule_when_its_search_misses():
+    """Where the tier search misses its bounds, the plan weighs its rule against the plain
+    one (T before H*, the first draft within each) and keeps the one that accepts more.
+
+    On the three-token row no tier rule reaches (``test_pair_scores``' TIERLESS, bound 1,
+    H* empty; float rows, whose coins are not re-solved in Fractions, so the two
+    candidates differ) the searched rule, with its coins, accepts more than every tiering
+    with first-draft coins (the plain rule among them), each enumerated here.  Kills, in
+    ``solvers/pair_tiers.pair_tier_plan``: the comparison that keeps the better candidate
+    reversed (the plain rule kept, 0.78 against the search's 0.97).
+    """
+    from spectheory.solvers.pair_tiers import pair_tier_plan
+
+    p, q = np.array([7, 8, 1]) / 16, np.array([8, 5, 5]) / 18
+    plan = pair_tier_plan(p, q)
+    assert not plan.reached and abs(plan.bound - 1) < 1e-12
+    assert abs(plan.alpha_value - _tier_rule_acceptance(p, q, plan.tier, plan.alpha)) < 1e-12
+    best_plain = max(_tier_rule_acceptance(p, q, t, np.ones(3))
+                     for t in itertools.product(range(3), repeat=3))
+    assert plan.alpha_value > best_plain + 0.05  # 0.968 against 0.893

@@ -430,3 +430,60 @@ def test_plan_cache_tells_fraction_rows_from_float_rows_of_equal_value():
     opt.optimal_plan(p_float, q, 2)
     alpha = opt.optimal_plan(p_exact, q, 2).alpha
     assert type(alpha) is F and alpha == F(5353, 5776)
+
+
+def _iid_bound_by_subsets(p, q, n):
+    """min over token sets A of P(some of n i.i.d. drafts in A) + p(V \\ A), in Fractions of
+    the float rows (normalised exactly): an oracle with no sort, no prefix lemma, no plan."""
+    pf = [F(float(x)) for x in p]
+    qf = [F(float(x)) for x in q]
+    sp, sq = sum(pf), sum(qf)
+    pf, qf = [x / sp for x in pf], [x / sq for x in qf]
+    V = len(pf)
+    best = None
+    for r in range(V + 1):
+        for A in itertools.combinations(range(V), r):
+            cover = 1 - (1 - sum(qf[i] for i in A)) ** n
+            value = cover + sum(pf[i] for i in range(V) if i not in A)
+            best = value if best is None else min(best, value)
+    return best
+
+
+def test_a_subnormal_draft_entry_raises_no_warning_and_keeps_the_bound():
+    """A softmax draft with a logit gap past ~708 has a subnormal entry; p / q overflows to inf.
+
+    Regression: the plan's ratio sort let numpy's "overflow encountered in divide" escape, so
+    under warnings as errors (this suite's setting, and any strict caller) ``acceptance``
+    reported "verifier 'optimal' raised RuntimeWarning", and ``simulate``, ``verify``,
+    ``check_lossless``, ``optimal_token`` and the torch form raised it, while ``bound`` on
+    the same row did not.  The value is right: such a token's ratio sorts last, as its true
+    ratio does.  Oracles: the bound by enumerating token subsets in Fractions, the coins
+    reference on the same uniforms.
+    """
+    import warnings
+
+    import spectheory
+    from spectheory.sim._optimal_kernel import optimal_token, run_optimal
+
+    p = spectheory.softmax(np.array([0.0, -1.0, -2.0, -3.0]))
+    q = spectheory.softmax(np.array([0.0, -1.0, -2.0, -740.0]))
+    assert 0 < q[3] < np.finfo(np.float64).tiny  # subnormal
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in (2, 3):
+            want = float(_iid_bound_by_subsets(p, q, n))
+            assert abs(spectheory.acceptance("optimal", p, q, n) - want) < 1e-12
+            assert abs(plan(p, q, n).alpha - want) < 1e-12
+            drafts = np.array([(3,) * n, (3,) + (0,) * (n - 1), (0,) + (3,) * (n - 1)]
+                              + [tuple(rng.choice(4, n, p=q)) for _ in range(20)])
+            u = rng.random((drafts.shape[0], 3))
+            u[:3] = [0.5, 0.5, 0.5]
+            kern = run_optimal(p[None], q[None], drafts[None], u[None])[0].tolist()
+            ref = [optimal(p, q, tuple(int(x) for x in d), ReplayCoins(w))
+                   for d, w in zip(drafts, u)]
+            one = [optimal_token(p, q, d, w) for d, w in zip(drafts, u)]
+            assert ref == kern == one
+            assert ref[0] == 3  # p/y is inf at the subnormal draft: accepted, as the reference
+        sim = spectheory.simulate("optimal", p, q, 4, "iid", trials=200, rng=0)
+        assert sim.acceptance.shape == (1,)
