@@ -328,7 +328,15 @@ def load_log(path) -> SampleLog:
 
 
 def save_log(log: SampleLog, path) -> Path:
-    """Write ``log`` atomically to ``path`` (format by suffix, as :func:`load_log`)."""
+    """Write ``log`` atomically to ``path`` (format by suffix, as :func:`load_log`).
+
+    A ``.jsonl`` line lists only the drafts its row verified (no ``-1``
+    padding), so the number of draft slots is not stored: a log whose last
+    columns are padding on every row reads back with fewer columns (the same
+    rows, drafts and outputs; :func:`~spectheory.sim.log_metrics.acceptance_table`
+    then has no rows for those empty slots).  ``.npz`` and ``.safetensors``
+    keep the shape.
+    """
     path = Path(path)
     arrays = {
         "target": log.target,
