@@ -26,24 +26,31 @@ def usage_error(argv, capsys) -> str:
     return captured.err
 
 
-@pytest.fixture(scope="module")
-def trace_file(tmp_path_factory):
-    """A 6-position, V = 50 trace with one early-exit draft, saved as a file."""
+def save_small_trace(folder, noise=(("exit:1", 0.5),)) -> str:
+    """A 6-position, V = 50 trace saved in ``folder``: each draft ``(name, scale)`` is the
+    target's logits plus ``scale`` N(0, 1) noise, drawn in order, then the tokens."""
     from spectheory.lm import Trace
     from spectheory.lm.trace import FORMAT_VERSION
 
     rng = np.random.default_rng(0)
     z = rng.standard_normal((6, 50))
+    drafts = {name: (z + scale * rng.standard_normal((6, 50))).astype(np.float16)
+              for name, scale in noise}  # fmt: skip
     trace = Trace(
-        target_logits=z.astype(np.float16),
-        exit_logits={"exit:1": (z + 0.5 * rng.standard_normal((6, 50))).astype(np.float16)},
+        target_logits=z.astype(np.float16), exit_logits=drafts,
         tokens=rng.integers(0, 50, 6), prompt_ids=np.array([0, 0, 0, 1, 1, 1]),
         steps=np.array([0, 1, 2, 0, 1, 2]), prompt_tokens=np.array([1, 2, 3, 4]),
         prompt_offsets=np.array([0, 2, 4]),
         metadata={"format": FORMAT_VERSION, "prompt_order": [0, 1],
-                  "settings": {"drafts": ["exit:1"]}},
+                  "settings": {"drafts": list(drafts)}},
     )  # fmt: skip
-    return str(trace.save(tmp_path_factory.mktemp("trace") / "t.safetensors"))
+    return str(trace.save(folder / "t.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def trace_file(tmp_path_factory):
+    """A 6-position, V = 50 trace with one early-exit draft, saved as a file."""
+    return save_small_trace(tmp_path_factory.mktemp("trace"))
 
 
 # --------------------------------------------------------------------------- bound

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from spectheory.cli import ExitCode, main
-from tests.cli.test_commands import usage_error
+from tests.cli.test_commands import save_small_trace, usage_error
 
 
 def _strict_json(text):
@@ -29,22 +29,7 @@ def _strict_json(text):
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
     """A 6-position, V = 50 trace with two early-exit drafts, saved as a file."""
-    from spectheory.lm import Trace
-    from spectheory.lm.trace import FORMAT_VERSION
-
-    rng = np.random.default_rng(0)
-    z = rng.standard_normal((6, 50))
-    trace = Trace(
-        target_logits=z.astype(np.float16),
-        exit_logits={"exit:1": (z + 0.5 * rng.standard_normal((6, 50))).astype(np.float16),
-                     "exit:2": (z + 1.5 * rng.standard_normal((6, 50))).astype(np.float16)},
-        tokens=rng.integers(0, 50, 6), prompt_ids=np.array([0, 0, 0, 1, 1, 1]),
-        steps=np.array([0, 1, 2, 0, 1, 2]), prompt_tokens=np.array([1, 2, 3, 4]),
-        prompt_offsets=np.array([0, 2, 4]),
-        metadata={"format": FORMAT_VERSION, "prompt_order": [0, 1],
-                  "settings": {"drafts": ["exit:1", "exit:2"]}},
-    )  # fmt: skip
-    return str(trace.save(tmp_path_factory.mktemp("trace") / "t.safetensors"))
+    return save_small_trace(tmp_path_factory.mktemp("trace"), (("exit:1", 0.5), ("exit:2", 1.5)))
 
 
 # --------------------------------------------------------------------------- bound
