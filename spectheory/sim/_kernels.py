@@ -685,8 +685,9 @@ def run_verifier(name, p, q, drafts, u, sampling="iid"):
         Uniforms in [0, 1), ``K >= verifier_uniforms(name, n)``.
     sampling : str
         The drafts' law; only ``optimal`` reads it (it delegates greedy drafts
-        to ``greedy``, one draft to ``sd`` and two drafts without replacement
-        to ``pair_scores``, as its reference does).
+        to ``greedy``, one draft to ``sd``, two drafts without replacement
+        to ``pair_scores`` and more to the priority-coin rule, as its reference
+        does).
     """
     p = np.ascontiguousarray(p, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64)
@@ -699,6 +700,10 @@ def run_verifier(name, p, q, drafts, u, sampling="iid"):
 
         if sampling != "without_replacement":
             return run_optimal_checked(p, q, drafts, u)
+        if n > 2:  # more drafts without replacement: the reference's priority-coin rule
+            from ._priority_coins_kernel import run_priority_coins
+
+            return run_priority_coins(p, q, drafts, u)
         name = "pair_scores"  # two drafts without replacement: the reference's delegation
     if name == "pair_scores":
         from ._pair_scores_kernel import run_pair_scores

@@ -46,7 +46,8 @@ References
 .. [7] Cai et al., Medusa. arXiv:2401.10774 (``typical``, lossy).
 .. [8] Thomas, Pal. arXiv:2511.15898 (``optimal``; :mod:`spectheory.torch._optimal`).
 .. [9] Khisti et al. arXiv:2410.18234 (``pair_scores``, and ``optimal`` with two drafts
-   without replacement; :mod:`spectheory.torch._pair_scores`).
+   without replacement; :mod:`spectheory.torch._pair_scores`; with more drafts,
+   :mod:`spectheory.torch._priority_coins`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from ._checks import (
 )
 from ._optimal import optimal_iid
 from ._pair_scores import pair_scores_torch
+from ._priority_coins import priority_coins_torch
 
 __all__ = ["TORCH_VERIFIERS", "TorchVerification", "verifier_uniforms", "verify"]
 
@@ -327,14 +329,17 @@ def optimal_torch(p, q, d, u, sampling="iid"):
     ``sampling="greedy"`` runs Hu et al.'s verifier (the reference's delegation);
     ``n = 1`` runs standard speculative sampling; two drafts without
     replacement the ramp score rule of
-    :func:`spectheory.torch._pair_scores.pair_scores_torch`; otherwise the tier
-    rule of :func:`spectheory.torch._optimal.optimal_iid`.
+    :func:`spectheory.torch._pair_scores.pair_scores_torch`, more the
+    priority-coin rule of :func:`spectheory.torch._priority_coins.priority_coins_torch`;
+    otherwise the tier rule of :func:`spectheory.torch._optimal.optimal_iid`.
     """
     if sampling == "greedy":
         return _greedy(p, q, d, u)
     if d.shape[1] == 1:
         return _single(p, q, d, u)
     if sampling == "without_replacement":
+        if d.shape[1] > 2:
+            return priority_coins_torch(p, q, d, u)
         return pair_scores_torch(p, q, d, u)
     return optimal_iid(p, q, d, u)
 

@@ -48,7 +48,7 @@ from .coupling import khisti, optimal_lp
 from .embedded import embedded_iid
 from .hub import greedy, spechub
 from .kseq import kseq
-from .optimal import WOR_N_VALUES, optimal, optimal_acceptance
+from .optimal import optimal, optimal_acceptance
 from .pair_scores import pair_scores
 from .pair_tiers import pair_tiers
 from .pointmass import nss
@@ -402,8 +402,9 @@ _ENTRIES = [
              "2511.15898, 2410.18234", ("iid", "greedy", "without_replacement"), True,
              optimal_acceptance, ("iid", "greedy"),
              "O(V log V) plan per row, then O(n^2) per trial (without replacement: one "
-             "projected Newton solve per row, then O(1) per trial)",
-             n_values_by_law={"without_replacement": WOR_N_VALUES}, uniforms=_optimal_coins),
+             "projected Newton solve per row for two drafts, greedy passes of O(nV) per node "
+             "of a log-time grid for more; then O(n log n) per trial)",
+             uniforms=_optimal_coins),
     _builtin("embedded_iid", embedded_iid,
              "spectheory: optimal i.i.d. verifier on the i.i.d. sample inside the drafts",
              None, ("without_replacement",), True, None, (),

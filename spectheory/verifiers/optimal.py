@@ -51,11 +51,11 @@ from ._ops import accept_prob
 from ._plan_cache import RowCache
 from .hub import greedy
 from .pair_scores import pair_scores
+from .priority_coins import priority_coins
 from .single import sd
 
 __all__ = [
     "SAMPLINGS",
-    "WOR_N_VALUES",
     "clear_plan_cache",
     "optimal",
     "optimal_acceptance",
@@ -66,10 +66,6 @@ __all__ = [
 
 #: Draft laws ``optimal`` reaches the bound for.
 SAMPLINGS = ("iid", "greedy", "without_replacement")
-#: Numbers of drafts ``optimal`` takes without replacement (module docstring).
-WOR_N_VALUES = (1, 2)
-
-
 #: Plans by row (:class:`._plan_cache.RowCache`: float rows by a digest
 #: confirmed by the rows, Fraction rows by value).
 _PLANS = RowCache(plan, maxsize=64)
@@ -135,7 +131,8 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
         Draft tokens in draw order.
     coins : Coins
     sampling : {"iid", "greedy", "without_replacement"}
-        Without replacement, ``n <= 2`` (:data:`WOR_N_VALUES`).
+        Without replacement, two drafts use the ramp score rule and more the
+        priority-coin rule (module docstring).
 
     Returns
     -------
@@ -144,7 +141,7 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     Raises
     ------
     InvalidParameterError
-        An unknown ``sampling``, or more than two drafts without replacement.
+        An unknown ``sampling``.
 
     Examples
     --------
@@ -172,14 +169,9 @@ def optimal(p, q, drafts, coins, *, sampling="iid"):
     if n == 1:
         return sd(p, q, drafts, coins, sampling=sampling)
     if sampling == "without_replacement":
-        if n not in WOR_N_VALUES:
-            raise InvalidParameterError(
-                f"the optimal verifier takes n in {WOR_N_VALUES} with "
-                f"sampling='without_replacement'; got n={n} (when the draft's support is small, "
-                "as with top-k or n-gram drafts, 'khisti' and 'optimal_lp' (a transport LP "
-                "over the draft sets) and 'random_utility' reach the bound at any vocabulary)"
-            )
-        return pair_scores(p, q, drafts, coins, sampling=sampling)
+        if n == 2:
+            return pair_scores(p, q, drafts, coins, sampling=sampling)
+        return priority_coins(p, q, drafts, coins, sampling=sampling)
     pl = optimal_plan(p, q, n)
     x = select_and_test(pl, p, drafts, coins)
     return x if x is not None else coins.categorical(pl.residual)

@@ -144,19 +144,13 @@ def test_bad_input_raises():
     p, q = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.0, 0.5])
     with pytest.raises(InvalidParameterError, match="sampling must be one of"):
         optimal(p, q, (0, 2), ReplayCoins([0.1] * 3), sampling="with_replacement")
-    # More than two drafts without replacement: refused by name, by the bare verifier
-    # and by every validating entry point (the registry's per-law n).
+    # More than two drafts without replacement run the priority-coin rule (they were
+    # refused until it existed): the bare verifier and every validating entry point.
     p3, q3 = np.array([0.3, 0.4, 0.2, 0.1]), np.array([0.4, 0.3, 0.2, 0.1])
-    with pytest.raises(InvalidParameterError, match=r"n in \(1, 2\).*got n=3"):
-        optimal(p3, q3, (0, 1, 2), ReplayCoins([0.1] * 3), sampling="without_replacement")
-    with pytest.raises(InvalidParameterError, match=r"needs n in \(1, 2\).*got n=3") as err:
-        spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0, sampling="without_replacement")
-    # ... and the refusal names the lossless verifiers that do take three drafts so drawn
-    takers = str(err.value).split("take it: ")[1].rstrip(")").split(", ")
-    assert {"khisti", "optimal_lp", "embedded_iid", "rrs_wor"} <= set(takers)
-    assert "optimal" not in takers and "rrs" not in takers  # rrs: i.i.d. only
-    with pytest.raises(InvalidParameterError, match="needs n in"):
-        spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
+    assert optimal(p3, q3, (0, 1, 2), ReplayCoins([0.1] * 3),
+                   sampling="without_replacement") in (0, 1, 2, 3)
+    spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0, sampling="without_replacement")
+    spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
     # A q = 0 draft: the validating entry point refuses it; the bare verifier rejects it.
     with pytest.raises(InvalidParameterError, match="probability 0"):
         spectheory.verify("optimal", p, q, [0, 1], rng=0)
@@ -165,7 +159,7 @@ def test_bad_input_raises():
     v = REGISTRY["optimal"]
     assert v.samplings == ("iid", "greedy", "without_replacement")
     assert v.supports(8, "iid") and v.supports(2, "without_replacement")
-    assert not v.supports(3, "without_replacement")
+    assert v.supports(3, "without_replacement") and v.supports(8, "without_replacement")
 
 
 def test_numba_plan_matches_python_plan_and_replay_identity():

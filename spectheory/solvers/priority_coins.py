@@ -1,0 +1,408 @@
+r"""Any number of drafts without replacement: a priority rule with coins, at full vocabulary.
+
+A *priority-coin rule* splits the tokens into a preferred part ``T`` and the
+rest :math:`H^*` (the optimal dual set of the bound), orders each part, and
+gives every token a coin :math:`\kappa_a \in [0, 1]`.  From the distinct drafts
+``S`` it takes the part it selects from, :math:`S' = S \cap T` when ``S``
+meets ``T`` and ``S`` otherwise, lists :math:`S'` in the part's order
+:math:`x_1, \dots, x_m`, and selects
+
+.. math::
+
+    x_j \text{ with probability } \kappa_{x_j} \prod_{i < j} (1 - \kappa_{x_i})
+    \quad (j < m), \qquad x_m \text{ with the rest } \prod_{i < m} (1 - \kappa_{x_i}),
+
+one categorical draw: the first draft whose coin succeeds, else the last.
+Single-draft speculative sampling of ``p`` against the selection marginal ``y``
+follows (Khisti et al.'s decomposition): lossless for any order and coins.
+
+**When it reaches the bound** (docs/theory.md §3.17).  As for every rule
+preferring ``T``, :math:`\sum_T y = f(T)`, and the rule reaches
+:math:`\alpha^*_{\rm wor} = p(H^*) + f(T)` exactly when :math:`y \le p` on ``T``
+and :math:`y \ge p` on :math:`H^*`.
+
+**The coins, one token at a time.**  The selection weight of a set is a
+product over its members, so, in the part's order, :math:`y_a = \kappa_a M_a +
+(1 - \kappa_a) N_a` with :math:`M_a` (the sets containing ``a`` whose earlier
+members' coins failed) and :math:`N_a` (those among them with no later member
+of the part) depending on the earlier coins only.  The greedy pass sets
+:math:`\kappa_a` so that :math:`y_a = p_a` where :math:`N_a \le p_a \le M_a`,
+and clips it to [0, 1] otherwise.  A miss shows as a token of :math:`H^*`
+short of its target (:math:`M_a < p_a`) or one of ``T`` above it
+(:math:`N_a > p_a`); the order is then repaired by moving the short tokens
+(else the ones above) to the front, and the pass repeated.  The initial orders
+tried are ascending :math:`p_a / P(a \in S')` (the target over the chance of
+being among the drafts selected from), ascending ``p`` and ascending ``p/q``.
+This search is measured, not proven, and on some rows no order reaches the
+bound (a six-token row with bound 1 is in the tests, §3.17); the plan says
+whether it reached (``reached``), and the verifier stays lossless either way.
+
+**Full vocabulary.**  With exponential clocks the product weights become, at
+each time ``t``, products of per-token factors (:mod:`._priority_coin_kernels`):
+one pass costs :math:`O(n V G)` for ``G`` nodes of a log-time grid,
+with no enumeration of draft sets.  Fraction input (small vocabularies)
+enumerates the draft sets instead and runs the same greedy pass in rational
+arithmetic, so the plan's marginal and acceptance are exact.
+
+References
+----------
+Khisti et al., arXiv:2410.18234 (selection then single-draft SD); Hu et al.,
+arXiv:2502.18779 (the bound without replacement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .._errors import InvalidParameterError
+from .._validate import as_distribution_pair, check_positive_int
+from . import _priority_coin_kernels as _k
+from ._result import SolverResult
+
+__all__ = [
+    "MAX_PASSES",
+    "PriorityCoinPlan",
+    "priority_coin_marginal",
+    "priority_coin_plan",
+    "selection_weights",
+]
+
+#: Greedy passes per part and initial order before the plan gives up.
+MAX_PASSES = 24
+
+#: Orders tried, in turn, until one reaches: ascending ``p`` over the probability of
+#: being among the drafts selected from, ascending ``p``, ascending ``p / q``.
+_INITIAL_ORDERS = ("p/inclusion", "p", "p/q")
+
+
+def selection_weights(kappa):
+    """Selection probabilities of a part's drafts listed in its order.
+
+    ``kappa`` holds the drafts' coins in order; the ``j``-th draft gets
+    :math:`\\kappa_j \\prod_{i<j} (1 - \\kappa_i)`, the last the rest
+    :math:`\\prod_{i<m} (1 - \\kappa_i)`.  Fractions in, Fractions out.  The
+    numba kernel and the torch form compute these with the same float operations
+    in the same order.
+    """
+    out = []
+    fail = kappa[0] * 0 + 1
+    for j, k in enumerate(kappa):
+        if j == len(kappa) - 1:
+            out.append(fail)
+        else:
+            out.append(fail * k)
+            fail = fail * (1 - k)
+    return out
+
+
+def _selection_part(S, preferred):
+    inside = [a for a in S if preferred[a]]
+    return inside or list(S)
+
+
+def priority_coin_marginal(law, preferred, rank, kappa, V):
+    """The selection marginal ``y`` of a priority-coin rule, by enumerating draft sets.
+
+    Parameters
+    ----------
+    law : dict frozenset -> probability
+        The draft-set law (:func:`spectheory.drafting.set_law_row`).
+    preferred : ndarray of bool, shape (V,)
+    rank : ndarray of int, shape (V,)
+        Position of each token in its part's order (-1: never drafted).
+    kappa : ndarray, shape (V,)
+        Coins (floats or Fractions).
+    V : int
+
+    Returns
+    -------
+    ndarray, shape (V,): float64, or object (Fractions) for Fraction coins and law.
+    """
+    exact = isinstance(kappa[0], Fraction)
+    y = np.array([Fraction(0)] * V, dtype=object) if exact else np.zeros(V)
+    for S, prob in law.items():
+        part = sorted(_selection_part(S, preferred), key=lambda a: rank[a])
+        for a, wgt in zip(part, selection_weights([kappa[a] for a in part])):
+            y[a] += prob * wgt
+    return y
+
+
+def _greedy_enumerated(law, order, p, preferred, kappa, y):
+    """The greedy pass of one part on an enumerated law (exact for Fractions)."""
+    pos = {a: i for i, a in enumerate(order)}
+    in_part = preferred[order[0]]
+    sets = []
+    for S, prob in law.items():
+        part = _selection_part(S, preferred)
+        if preferred[part[0]] == in_part:
+            sets.append((sorted(pos[a] for a in part), prob))
+    zero = p[0] * 0
+    for i, a in enumerate(order):
+        M = N = zero
+        for members, prob in sets:
+            if i not in members:
+                continue
+            f = prob
+            for j in members:
+                if j < i:
+                    f = f * (1 - kappa[order[j]])
+            M += f
+            if members[-1] == i:
+                N += f
+        gap = M - N
+        k = min(max((p[a] - N) / gap, zero), zero + 1) if gap > 0 else zero + 1
+        kappa[a] = k
+        y[a] = N + k * gap
+
+
+def _greedy_integral(qs, ps, out, t, w, inclusion=False):
+    m = qs.size
+    kappa, y, taken, last = (np.empty(m) for _ in range(4))
+    # With every coin 0 (a target below every N), M_a is P(a is among the drafts selected
+    # from), whatever the order.
+    _k.part_greedy(qs, -np.ones(m) if inclusion else ps, out[0], out[1], t, w, kappa, y,
+                   taken, last)
+    return taken if inclusion else (kappa, y)
+
+
+def _inclusion_enumerated(law, idx, preferred):
+    """P(a among the drafts selected from) for the tokens ``idx`` of one part, as floats."""
+    inc = dict.fromkeys((int(a) for a in idx), 0.0)
+    for S, prob in law.items():
+        for a in _selection_part(S, preferred):
+            if a in inc:
+                inc[a] += float(prob)
+    return np.array([inc[int(a)] for a in idx])
+
+
+def _violations(y, p, top, exact):
+    """Per-token misses of a part: (short, above) boolean arrays."""
+    if exact:
+        short = np.array([a < b for a, b in zip(y, p)], dtype=bool)
+        above = np.array([a > b for a, b in zip(y, p)], dtype=bool)
+    else:
+        slack = 1e-12 * p + 1e-20  # the greedy meets p_a to rounding where it is not clipped
+        short = y < p - slack
+        above = y > p + slack
+    return short, (above if top else np.zeros_like(above))
+
+
+def _part_shortfall(y, p, top):
+    d = (y - p) if top else (p - y)
+    return float(sum(max(float(x), 0.0) for x in d))
+
+
+def _solve_part(order, pass_, p_part, top, exact):
+    """Greedy passes with order repairs; the best (order, kappa, y, shortfall, passes)."""
+    best = None
+    passes = 0
+    for _ in range(MAX_PASSES):
+        kappa, y = pass_(order)
+        passes += 1
+        short_f = _part_shortfall(y, p_part(order), top)
+        if best is None or short_f < best[3]:
+            best = (order, kappa, y, short_f)
+        if (short_f == 0.0) if exact else (short_f <= 1e-13):
+            break
+        short, above = _violations(y, p_part(order), top, exact)
+        move = short if short.any() else above
+        if not move.any() or move[: move.sum()].all():
+            break  # nothing to move, or already in front: the repair has no next order
+        order = np.concatenate([order[move], order[~move]])
+    return (*best, passes)
+
+
+@dataclass(frozen=True)
+class PriorityCoinPlan(SolverResult):
+    """A priority-coin rule for drafts without replacement, and its acceptance.
+
+    Attributes
+    ----------
+    n : int
+        Number of drafts.
+    preferred : ndarray of bool, shape (V,)
+        The part ``T`` (outside the bound's dual set), preferred over the rest.
+    rank : ndarray of int64, shape (V,)
+        Each token's position in its part's order; -1 for tokens with ``q = 0``.
+    kappa : ndarray, shape (V,)
+        The coins (Fractions for exact input; 0 where ``rank`` is -1).
+    y : ndarray, shape (V,)
+        The selection marginal (Fractions for exact input).
+    residual : ndarray, shape (V,)
+        :math:`\\mathrm{norm}((p - y)_+)`, drawn after a rejection.
+    alpha_value : float or Fraction
+        The selection's acceptance :math:`\\sum_a \\min(p_a, y_a)`, a lower bound on
+        the verifier's membership acceptance.
+    bound : float or Fraction
+        :math:`\\alpha^*_{\\rm wor}(p, q, n)`.
+    shortfall : float
+        :math:`\\sum_{H^*}(p - y)_+ + \\sum_T (y - p)_+`, the bound minus the
+        selection acceptance.
+    reached : bool
+        Whether ``alpha_value`` equals ``bound`` to 1e-12 (floats) or exactly
+        (Fractions).
+    passes : int
+        Greedy passes run (over both parts and the initial orders tried).
+    total : float or Fraction
+        :math:`\\sum_a y_a`, 1 exactly in theory: for float input its distance
+        from 1 measures the quadrature's error.
+    """
+
+    n: int
+    preferred: np.ndarray
+    rank: np.ndarray
+    kappa: np.ndarray
+    y: np.ndarray
+    residual: np.ndarray
+    alpha_value: object
+    bound: object
+    shortfall: float
+    reached: bool
+    passes: int
+    total: object
+
+
+def _slow_rate(q, n):
+    """Draft mass outside the ``n - 1`` largest tokens, summed from the rest."""
+    order = np.argsort(q, kind="stable")
+    return float(q[order[: q.size - (n - 1)]].sum())
+
+
+def priority_coin_plan(p, q, n):
+    """The priority-coin rule for ``(p, q)`` and ``n`` drafts without replacement.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (V,)
+        Target and draft, checked as everywhere (float64, or Fraction objects:
+        then the draft sets are enumerated, small vocabularies only, and the
+        plan is exact).
+    n : int >= 2
+        Number of drafts; ``q`` needs at least ``n`` tokens of positive mass.
+
+    Returns
+    -------
+    PriorityCoinPlan
+
+    Raises
+    ------
+    InvalidParameterError
+        For a batch, ``n < 2``, a draft with fewer than ``n`` tokens, or a draft
+        whose mass outside its ``n - 1`` largest tokens is below 1e-290 (the
+        quadrature's grid would overflow; ``khisti`` and ``optimal_lp`` solve
+        such rows exactly).
+    InstanceTooLargeError
+        Fraction input with too many draft sets to enumerate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = np.array([0.4, 0.3, 0.2, 0.1]); q = np.array([0.1, 0.2, 0.3, 0.4])
+    >>> plan = priority_coin_plan(p, q, 3)
+    >>> plan.reached, abs(plan.alpha_value - plan.bound) < 1e-12
+    (True, True)
+    """
+    from ..drafting import set_law_row
+    from .ot_dual import solve_bound
+
+    n = check_positive_int(n, "n")
+    if n < 2:
+        raise InvalidParameterError(f"priority_coin_plan needs n >= 2 drafts; got n={n}")
+    P, Q, batched = as_distribution_pair(p, q, allow_exact=True)
+    if batched:
+        raise InvalidParameterError(
+            f"priority_coin_plan takes one row; got target of shape {np.shape(p)}")
+    p, q = P[0], Q[0]
+    exact = p.dtype == object
+    V = p.size
+    pf = np.asarray([float(x) for x in p]) if exact else p
+    qf = np.asarray([float(x) for x in q]) if exact else q
+    support = np.asarray([x != 0 for x in q], dtype=bool)
+    if support.sum() < n:
+        raise InvalidParameterError(
+            f"{n} drafts without replacement need a draft with at least {n} tokens; q has "
+            f"{int(support.sum())}")
+    sol = solve_bound(p, q, n, "without_replacement", method="enumerate" if exact else "dual")
+    bound = sol.exact_value if exact else float(np.asarray(sol.value).reshape(-1)[0])
+    preferred = ~np.asarray(sol.certificate, dtype=bool).reshape(-1) & support
+    in_h = ~preferred & support
+
+    if exact:
+        law = set_law_row(q, n, "without_replacement")
+        kappa = np.array([Fraction(0)] * V, dtype=object)
+        y = np.array([Fraction(0)] * V, dtype=object)
+
+        def make_pass(top):
+            def pass_(order):
+                _greedy_enumerated(law, order, p, preferred, kappa, y)
+                return kappa[order].copy(), y[order].copy()
+            return pass_
+
+        def inclusion(idx, top):
+            return _inclusion_enumerated(law, idx, preferred)
+    else:
+        slow = _slow_rate(qf, n)
+        if not slow >= 1e-290:
+            raise InvalidParameterError(
+                f"{n} drafts without replacement: the draft mass outside its {n - 1} largest "
+                f"tokens is {slow!r}, too small for the quadrature's grid (khisti or "
+                "optimal_lp solve this row exactly)")
+        t, w = _k.grid(n, slow)
+        outside = {True: _k.outside_factor(qf[in_h], True, n, t),
+                   False: _k.outside_factor(qf[preferred], False, n, t)}
+        kappa = np.zeros(V)
+        y = np.zeros(V)
+
+        def make_pass(top):
+            def pass_(order):
+                return _greedy_integral(qf[order], pf[order], outside[top], t, w)
+            return pass_
+
+        def inclusion(idx, top):
+            return _greedy_integral(qf[idx], pf[idx], outside[top], t, w, inclusion=True)
+
+    rank = np.full(V, -1, dtype=np.int64)
+    passes = 0
+    shortfall = 0.0
+    for part, top in ((preferred, True), (in_h, False)):
+        idx = np.flatnonzero(part)
+        if idx.size == 0:
+            continue
+        best = None
+        for key in _INITIAL_ORDERS:
+            if key == "p/inclusion":
+                ratio = pf[idx] / np.maximum(inclusion(idx, top), np.finfo(float).tiny)
+            else:
+                ratio = pf[idx] if key == "p" else pf[idx] / qf[idx]
+            order = idx[np.argsort(ratio, kind="stable")]
+            result = _solve_part(order, make_pass(top), lambda o: p[o], top, exact)
+            passes += result[4]
+            if best is None or result[3] < best[3]:
+                best = result
+            if (best[3] == 0.0) if exact else (best[3] <= 1e-13):
+                break
+        order, k_part, y_part, short_part = best[:4]
+        rank[order] = np.arange(order.size)
+        kappa[order] = k_part
+        y[order] = y_part
+        shortfall += short_part
+    accepted = (np.array([min(a, b) for a, b in zip(p, y)], dtype=object) if exact
+                else np.minimum(p, y))
+    value = accepted.sum()
+    left = p - accepted
+    residual = left / left.sum() if left.sum() > 0 else p.copy()
+    reached = bool(value == bound) if exact else bool(abs(value - bound) <= 1e-12)
+    total = y.sum()
+    message = ("the rule reaches the bound without replacement" if reached else
+               f"the rule stays {float(bound - value):.3e} below the bound (no order of the "
+               f"search reached it in {passes} passes)")
+    return PriorityCoinPlan(
+        n=n, preferred=preferred, rank=rank, kappa=kappa, y=y, residual=residual,
+        alpha_value=value, bound=bound, shortfall=shortfall, reached=reached, passes=passes,
+        total=total, method="priority_coins", status="optimal" if reached else "exact",
+        message=message, inputs={"n": n},
+    )
+

@@ -1,0 +1,126 @@
+r"""``optimal`` for three or more drafts without replacement: a priority rule with coins, then SD.
+
+:mod:`spectheory.solvers.priority_coins` computes per row a selection rule (a
+preferred part ``T``, an order of each part and a coin :math:`\kappa_a` per
+token) and its selection marginal ``y`` at full vocabulary; the verifier
+
+1. takes the drafts in ``T`` if any (else all of them), lists them in the
+   part's order :math:`x_1, \dots, x_m`, and selects :math:`x_j` with
+   probability :math:`\kappa_{x_j} \prod_{i<j} (1 - \kappa_{x_i})`, the last
+   with the rest (one ``coins.categorical``);
+2. accepts the selected ``x`` with probability :math:`\min(1, p_x / y_x)`
+   (``coins.bernoulli``);
+3. otherwise outputs a draw from :math:`\mathrm{norm}((p - y)_+)`
+   (``coins.categorical``).
+
+The output law is :math:`\min(p, y) + (p - y)_+ = p` for any order and coins
+(Khisti et al.'s canonical decomposition).  Where the plan is ``reached``
+(selection acceptance equal to :math:`\alpha^*_{\rm wor}(p, q, n)` to 1e-12,
+exactly for Fraction input) the verifier reaches the bound; where it is not,
+it stays lossless with the plan's acceptance, and the plan says by how much it
+misses (docs/theory.md §3.17).
+
+References
+----------
+Khisti et al., arXiv:2410.18234; Hu et al., arXiv:2502.18779.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+
+from .._threads import run_parallel
+from ..solvers.priority_coins import priority_coin_plan, selection_weights
+from ._ops import accept_prob
+from ._plan_cache import RowCache
+
+__all__ = [
+    "clear_coin_plan_cache", "coin_plan", "coin_plans", "priority_coins", "select_by_priority",
+]
+
+_PLANS = RowCache(priority_coin_plan, maxsize=64)
+
+
+def coin_plan(p, q, n):
+    """The row's plan (:func:`spectheory.solvers.priority_coins.priority_coin_plan`), cached."""
+    return _PLANS(p, q, int(n))
+
+
+def coin_plans(p, q, n):
+    """The plans of a batch's rows ``(B, V)``, each :func:`coin_plan`'s, in row order.
+
+    Rows are spread over threads as in :func:`.pair_scores.score_plans` (the
+    compiled greedy passes release the GIL); each row is solved alone either way,
+    so the plans are the same to the bit.
+    """
+    rows = p.shape[0]
+    workers = min(rows, numba.get_num_threads()) if run_parallel(p.size, rows) else 1
+    if workers <= 1:
+        return [coin_plan(p[b], q[b], n) for b in range(rows)]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(lambda b: coin_plan(p[b], q[b], n), range(rows)))
+
+
+def clear_coin_plan_cache():
+    """Forget every cached plan (to time a plan's computation)."""
+    _PLANS.clear()
+
+
+def select_by_priority(plan_, drafts, coins):
+    """The draft the plan's rule selects: one ``coins.categorical``, turned in every case.
+
+    Drafts the draft gives probability 0 (possible only without validation) are
+    never selected; when no draft remains the coin still turns (on a single
+    certain branch), so every backend reads the later coins from the same
+    uniforms, and None is returned.
+    """
+    ranked = [int(x) for x in drafts if plan_.rank[x] >= 0]
+    inside = [x for x in ranked if plan_.preferred[x]]
+    part = sorted(inside or ranked, key=lambda x: plan_.rank[x])
+    if not part:
+        coins.categorical([plan_.kappa[0] * 0 + 1])
+        return None
+    return part[coins.categorical(selection_weights([plan_.kappa[x] for x in part]))]
+
+
+def priority_coins(p, q, drafts, coins, *, sampling="without_replacement"):
+    """Select by the row's priority-coin rule, then single-draft SD against its marginal.
+
+    Parameters
+    ----------
+    p, q : ndarray, shape (V,)
+        Target and draft (float64 or Fraction object arrays).
+    drafts : tuple of int
+        ``n >= 2`` distinct drafts drawn without replacement from ``q``.
+    coins : Coins
+    sampling : {"without_replacement"}
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> import numpy as np
+    >>> from spectheory import acceptance
+    >>> from spectheory.solvers import solve_bound
+    >>> p = np.array([F(4, 10), F(3, 10), F(2, 10), F(1, 10)], dtype=object)
+    >>> q = np.array([F(1, 10), F(2, 10), F(3, 10), F(4, 10)], dtype=object)
+    >>> exact = solve_bound(p, q, 3, "without_replacement", method="enumerate").exact_value
+    >>> acceptance("optimal", p, q, 3, "without_replacement") == exact
+    True
+    """
+    from .._errors import InvalidParameterError
+
+    if sampling != "without_replacement" or len(drafts) < 2:
+        raise InvalidParameterError(
+            "priority_coins is for n >= 2 drafts with sampling='without_replacement'; got "
+            f"n={len(drafts)}, sampling={sampling!r}")
+    pl = coin_plan(p, q, len(drafts))
+    x = select_by_priority(pl, drafts, coins)
+    if coins.bernoulli(accept_prob(p[x], pl.y[x]) if x is not None else 0 * p[0]):
+        return x
+    return coins.categorical(pl.residual)
