@@ -158,12 +158,12 @@ def _greedy_enumerated(law, order, p, preferred, kappa, y):
         y[a] = N + k * gap
 
 
-def _greedy_integral(qs, ps, out, t, w, inclusion=False):
+def _greedy_integral(qs, ps, out, t, w, k, inclusion=False):
     m = qs.size
     kappa, y, taken, last = (np.empty(m) for _ in range(4))
     # With every coin 0 (a target below every N), M_a is P(a is among the drafts selected
     # from), whatever the order.
-    _k.part_greedy(qs, -np.ones(m) if inclusion else ps, out[0], out[1], t, w, kappa, y,
+    _k.part_greedy(qs, -np.ones(m) if inclusion else ps, out[0], out[1], t, w, k, kappa, y,
                    taken, last)
     return taken if inclusion else (kappa, y)
 
@@ -351,18 +351,19 @@ def priority_coin_plan(p, q, n):
                 f"tokens is {slow!r}, too small for the quadrature's grid (khisti or "
                 "optimal_lp solve this row exactly)")
         t, w = _k.grid(n, slow)
-        outside = {True: _k.outside_factor(qf[in_h], True, n, t),
-                   False: _k.outside_factor(qf[preferred], False, n, t)}
+        k = 2 * _k.wor_per_octave(n)
+        outside = {True: _k.outside_factor(qf[in_h], True, n, t, k),
+                   False: _k.outside_factor(qf[preferred], False, n, t, k)}
         kappa = np.zeros(V)
         y = np.zeros(V)
 
         def make_pass(top):
             def pass_(order):
-                return _greedy_integral(qf[order], pf[order], outside[top], t, w)
+                return _greedy_integral(qf[order], pf[order], outside[top], t, w, k)
             return pass_
 
         def inclusion(idx, top):
-            return _greedy_integral(qf[idx], pf[idx], outside[top], t, w, inclusion=True)
+            return _greedy_integral(qf[idx], pf[idx], outside[top], t, w, k, inclusion=True)
 
     rank = np.full(V, -1, dtype=np.int64)
     passes = 0

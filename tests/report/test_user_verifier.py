@@ -82,7 +82,7 @@ def test_report_sections_include_the_users_verifiers(user_module, tmp_path, monk
     assert not ctx.summary["verifiers"]["all_as_expected"]
     # the best lossless verifier's gap without replacement leaves first_draft out (it was
     # taken as "the best registered verifier", with a negative gap)
-    assert ctx.summary["verifiers"]["optimal"]["without_replacement_best_gap"] > 0
+    assert ctx.summary["verifiers"]["optimal"]["without_replacement_best_other_gap"] > 0
     html = page.html()
     assert "Verifiers declared lossless whose simulated acceptance is significantly" in html
     assert "first_draft (exit:1, T = 1, n = 2, greedy: 1.0000 against" in html

@@ -44,7 +44,7 @@ def test_section_table_against_exact_acceptances(tmp_path):
         np.testing.assert_allclose(float(r["alpha*_iid"]), iid, atol=1e-9)
         trials = 100 * len(positions)
         if n == 2:  # exact acceptances by enumeration (n = 4 takes minutes)
-            for v in ("rrs_wor", "embedded_iid", "pair_tiers", "pair_scores"):
+            for v in ("rrs_wor", "embedded_iid", "optimal", "pair_tiers", "pair_scores"):
                 exact = np.mean([float(acceptance(v, p[b], q[b], n, "without_replacement"))
                                  for b in range(len(positions))])  # fmt: skip
                 se = np.sqrt(exact * (1 - exact) / trials)
@@ -52,12 +52,21 @@ def test_section_table_against_exact_acceptances(tmp_path):
             from spectheory.verifiers.pair_scores import score_plan
             from spectheory.verifiers.pair_tiers import pair_plan
 
-            for name, plan in (("pair_tiers", pair_plan), ("pair_scores", score_plan)):
+            for name, plan in (("pair_tiers", pair_plan), ("pair_scores", score_plan),
+                               ("optimal", score_plan)):
                 reached = sum(plan(p[b], q[b]).reached for b in range(len(positions)))
                 assert r[f"{name} reached"] == f"{reached}/{len(positions)}"
         else:  # embedded_iid between the bounds, up to its Monte Carlo error
             se = 0.5 / np.sqrt(trials)
             assert iid - Z * se <= float(r["embedded_iid"]) <= wor + Z * se
+            # optimal: the priority-coin rule; where every plan reaches, alpha*_wor exactly
+            from spectheory.verifiers.priority_coins import coin_plan
+
+            reached = sum(coin_plan(p[b], q[b], n).reached for b in range(len(positions)))
+            assert r["optimal reached"] == f"{reached}/{len(positions)}"
+            if reached == len(positions):
+                se = np.sqrt(wor * (1 - wor) / trials)
+                assert abs(float(r["optimal"]) - wor) <= Z * se + 1e-12
             for name in ("pair_tiers", "pair_scores"):
                 assert r[name] == "nan" and r[f"{name} reached"] == ""
         assert float(r["difference"]) == float(r["embedded_iid"]) - float(r["rrs_wor"])
@@ -106,7 +115,8 @@ def test_both_verifiers_see_the_same_drafts(monkeypatch):
     monkeypatch.setattr(sim_mod, "simulate", spy)
     trace = synthetic_trace(positions=4, vocab=6, seed=1)
     row = wor_comparison(trace, "exit:1", 1.0, 2, [0, 1, 2, 3], 20)
-    assert [v for v, _ in seen] == ["rrs_wor", "embedded_iid", "pair_tiers", "pair_scores"]
+    assert [v for v, _ in seen] == ["rrs_wor", "embedded_iid", "optimal", "pair_tiers",
+                                    "pair_scores"]
     assert all(du is seen[0][1] for _, du in seen)
     assert row["positions"] == 4
 

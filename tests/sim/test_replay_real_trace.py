@@ -168,3 +168,27 @@ def test_random_utility_reaches_the_bound_for_three_drafts_on_the_ngram_draft(tr
     report = check_lossless("random_utility", p, q, n=3, sampling="without_replacement",
                             trials=2000, rng=5)
     assert not report.lossy and not report.exceeds_bound
+
+
+def test_optimal_reaches_the_bound_for_four_drafts_without_replacement(trace):
+    """The recorded trace at V = 49,152, exit:25 draft, n = 4 without replacement (refused
+    by ``optimal`` until the priority-coin rule): the plan reaches alpha*_wor at every
+    position and temperature (to 1e-12; the marginal sums to 1 to 1e-13), and
+    ``check_lossless`` (false-alarm rate 1e-6) judges the verifier lossless at one of them."""
+    from spectheory.distributions import process_logits
+    from spectheory.sim.check import check_lossless
+    from spectheory.solvers.priority_coins import priority_coin_plan
+
+    for T in (0.7, 1.0):
+        P = process_logits(trace.target_logits.astype(np.float64), T)
+        Q = process_logits(trace.draft_logits("exit:25").astype(np.float64), T)
+        assert P.shape[1] == 49_152
+        for i in range(P.shape[0]):
+            plan = priority_coin_plan(P[i], Q[i], 4)
+            assert plan.reached, (T, i, plan.message)
+            assert abs(plan.total - 1.0) <= 1e-13
+            assert plan.bound == pytest.approx(
+                float(stt.bound(P[i], Q[i], 4, "without_replacement")), abs=1e-15)
+    report = check_lossless("optimal", P[0], Q[0], n=4, sampling="without_replacement",
+                            trials=2000, rng=5)
+    assert not report.lossy and not report.exceeds_bound

@@ -190,7 +190,8 @@ def test_full_vocabulary_rows(n):
     assert np.all(plan.y[T] <= p[0][T] * (1 + 1e-12) + 1e-20)
     assert np.all(plan.y[H] >= p[0][H] * (1 - 1e-12) - 1e-20)
     assert plan.bound == pytest.approx(
-        float(np.asarray(solve_bound(p, q, n, "without_replacement").value)[()]), abs=1e-15)
+        float(np.asarray(solve_bound(p, q, n, "without_replacement").value).reshape(-1)[0]),
+        abs=1e-15)
 
 
 def test_bad_input_is_refused_by_name():

@@ -1,0 +1,132 @@
+"""``optimal`` with three or more drafts without replacement (the priority-coin rule).
+
+Oracles: the coins reference run with ``ReplayCoins``; the numba kernel and the torch form
+must return its token for the same uniforms (exactly: they share the plan's tables and
+compute the selection weights with the same float operations in the same order); the
+checker (false-alarm rate 1e-6 per test) at V = 49,152; exact enumeration of the coins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spectheory.coins import ReplayCoins
+from spectheory.sim._kernels import run_verifier
+from spectheory.solvers.ot_dual import bound
+from spectheory.verifiers.optimal import optimal
+from spectheory.verifiers.priority_coins import coin_plan, priority_coins, select_by_priority
+
+from ._rows import peaked_pair
+
+WOR = "without_replacement"
+
+
+def _rows(seed, B, V):
+    rng = np.random.default_rng(seed)
+    lp = 2.0 * rng.standard_normal((B, V))
+    lq = lp + rng.standard_normal((B, V))
+    p = np.exp(lp)
+    q = np.exp(lq)
+    return rng, p / p.sum(1, keepdims=True), q / q.sum(1, keepdims=True)
+
+
+def _drafts(rng, q, T, n):
+    B, V = q.shape
+    out = np.empty((B, T, n), dtype=np.int64)
+    for b in range(B):
+        for t in range(T):
+            out[b, t] = rng.choice(V, n, replace=False, p=q[b])
+    return out
+
+
+@pytest.mark.parametrize("n", [3, 4, 6])
+def test_kernel_and_reference_give_the_same_token(n):
+    rng, p, q = _rows(n, 3, 200)
+    T = 300
+    drafts = _drafts(rng, q, T, n)
+    u = rng.random((3, T, 3))
+    u[:, : T // 4] = rng.choice([0.0, 0.5, 1.0 - 2.0**-40], size=(3, T // 4, 3))
+    out = run_verifier("optimal", p, q, drafts, u, sampling=WOR)
+    for b in range(3):
+        for t in range(T):
+            ref = optimal(p[b], q[b], tuple(drafts[b, t]), ReplayCoins(u[b, t]), sampling=WOR)
+            assert ref == out[b, t], (b, t)
+
+
+def test_torch_form_gives_the_reference_token():
+    torch = pytest.importorskip("torch")
+    from spectheory.torch import verify
+
+    for n in (3, 5):
+        rng, p, q = _rows(10 + n, 1, 150)
+        T = 400
+        drafts = _drafts(rng, q, T, n)[0]
+        u = rng.random((T, 3))
+        u[: T // 4] = rng.choice([0.0, 0.5, 1.0 - 2.0**-40], size=(T // 4, 3))
+        tokens = verify("optimal", torch.from_numpy(np.repeat(p, T, 0)),
+                        torch.from_numpy(np.repeat(q, T, 0)), torch.from_numpy(drafts),
+                        uniforms=torch.from_numpy(u), sampling=WOR).tokens.numpy()
+        ref = [optimal(p[0], q[0], tuple(drafts[t]), ReplayCoins(u[t]), sampling=WOR)
+               for t in range(T)]
+        assert tokens.tolist() == ref
+    # drafts of q = 0 (unvalidated input): never selected, as by the reference
+    from spectheory.torch.verifiers import optimal_torch
+
+    p = np.array([0.1, 0.2, 0.3, 0.15, 0.15, 0.1])
+    q = np.array([0.0, 0.0, 0.0, 0.4, 0.3, 0.3])
+    d = np.array([[0, 1, 2], [0, 4, 1], [3, 0, 5]])
+    u = np.array([[0.3, 0.0, 0.5], [0.99, 0.0, 0.5], [0.2, 0.7, 0.9]])
+    ref = [optimal(p, q, tuple(d[i]), ReplayCoins(u[i]), sampling=WOR) for i in range(3)]
+    got = optimal_torch(torch.from_numpy(np.tile(p, (3, 1))), torch.from_numpy(np.tile(q, (3, 1))),
+                        torch.from_numpy(d), torch.from_numpy(u), sampling=WOR)
+    assert got.tolist() == ref
+
+
+def test_selection_follows_the_part_order_and_coins():
+    """Hand-checked selection: the drafts in T first; by rank, the first coin that succeeds,
+    else the last; one categorical draw whatever the case."""
+    p, q = np.array([0.4, 0.3, 0.2, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    plan = coin_plan(p, q, 3)
+    part_of = {a: bool(plan.preferred[a]) for a in range(4)}
+    drafts = (0, 1, 2)
+    inside = [a for a in drafts if part_of[a]] or list(drafts)
+    ordered = sorted(inside, key=lambda a: plan.rank[a])
+    first = ordered[0]
+    k = float(plan.kappa[first])
+    if 0.0 < k < 1.0:
+        coins = ReplayCoins([k / 2])
+        assert select_by_priority(plan, drafts, coins) == first and coins.position == 1
+    coins = ReplayCoins([1.0 - 2.0**-40])
+    assert select_by_priority(plan, drafts, coins) == ordered[-1] and coins.position == 1
+
+
+def test_q_zero_drafts_are_never_selected_by_any_form():
+    """Without validation a draft with q = 0 has no rank: never selected; with every draft so,
+    the selection coin still turns and the residual is read from the third uniform."""
+    p = np.array([0.1, 0.2, 0.3, 0.15, 0.15, 0.1])
+    q = np.array([0.0, 0.0, 0.0, 0.4, 0.3, 0.3])
+    plan = coin_plan(p, q, 3)
+    assert plan.rank[:3].tolist() == [-1, -1, -1]
+    u = np.array([0.3, 0.0, 0.5])
+    want = int(np.searchsorted(np.cumsum(plan.residual), 0.5, side="right"))
+    ref = priority_coins(p, q, (0, 1, 2), ReplayCoins(u))
+    assert ref == want
+    # one ranked draft among them: it is the only one selectable
+    assert select_by_priority(plan, (0, 4, 1), ReplayCoins([0.99])) == 4
+    out = run_verifier("optimal", p[None], q[None], np.array([[[0, 1, 2]]]), u[None, None],
+                       sampling=WOR)
+    assert out[0, 0] == want
+
+
+def test_lossless_and_at_the_bound_at_full_vocabulary():
+    """V = 49,152 peaked rows, four drafts without replacement: the checker (law test and
+    bound test, false-alarm rate 1e-6 each) finds the verifier lossless and its acceptance
+    at the bound; the plan certifies the rows reach it."""
+    from spectheory.sim.check import check_lossless
+
+    p, q = peaked_pair(49_152, seed=23)
+    report = check_lossless(optimal, p, q, n=4, sampling=WOR, trials=3000, rng=2)
+    assert not report.lossy and not report.exceeds_bound
+    np.testing.assert_allclose(report.bound, bound(p, q, 4, WOR).mean(), rtol=0, atol=1e-12)
+    assert coin_plan(p[0], q[0], 4).reached
