@@ -18,7 +18,8 @@ the full vocabulary, no truncation).  Then the per-token overhead of the
 transport-LP verifier ``optimal_lp`` where it can run at all (tiny V), beside
 ``optimal`` on the same rows.  Last, two drafts without replacement: ``optimal``
 (the pair-score rule) per position, its plan uncached as at a new position,
-against argsort, the published figure and the LP.
+against argsort, the published figure and the LP; with four and eight drafts ``optimal`` runs
+the priority-coin rule (its greedy passes over the log-time grid, uncached likewise).
 
 Run: ``python benchmarks/bench_optimal.py`` (``--quick``: fewer repeats).
 Rows are softmax(3 z) targets with draft logits perturbed by N(0, 1).
@@ -115,38 +116,47 @@ def _verify_wor(p, q, drafts, seed):
 
 
 def bench_wor(repeats, vocabs):
-    """Two drafts without replacement: ``optimal`` runs the pair-score rule, whose plan (a
-    projected Newton solve, uncached here as at a new position) is the per-position cost."""
+    """Drafts without replacement: ``optimal`` runs the pair-score rule for two drafts and the
+    priority-coin rule for more; the row's plan (uncached here, as at a new position) is the
+    per-position cost."""
     from spectheory.verifiers.pair_scores import clear_score_plan_cache, score_plan
+    from spectheory.verifiers.priority_coins import clear_coin_plan_cache, coin_plan
 
-    print("\noptimal, two drafts without replacement (pair-score plan + one trial), per position:")
-    print(f"  {'V':>8} {'argsort ms':>10} {'optimal ms':>10} {'optimal/sort':>12} "
+    def clear():
+        clear_score_plan_cache()
+        clear_coin_plan_cache()
+
+    print("\noptimal, drafts without replacement (plan + one trial), per position:")
+    print(f"  {'V':>8} {'n':>2} {'argsort ms':>10} {'optimal ms':>10} {'optimal/sort':>12} "
           f"{'reached':>7} {'optimal/published':>17}")  # fmt: skip
     rng = np.random.default_rng(1)
     for V in vocabs:
         p, q = row(V, V)
-        drafts = tuple(int(x) for x in rng.choice(V, size=2, replace=False, p=q))
-        _verify_wor(p[:64] / p[:64].sum(), q[:64] / q[:64].sum(), (0, 1), 0)  # load the kernels
-        ts, to = [], []
-        for r in range(repeats):
-            ts.append(timed(np.argsort, p))
-            clear_score_plan_cache()
-            to.append(timed(_verify_wor, p, q, drafts, r))
-        reached = score_plan(p, q).reached
-        s, o = min(ts), min(to)
-        print(f"  {V:>8} {s * 1e3:>10.2f} {o * 1e3:>10.1f} {o / s:>12.1f} {reached!s:>7} "
-              f"{o * 1e3 / PUBLISHED_MS:>17.3f}", flush=True)  # fmt: skip
-    print("  optimal_lp, two drafts without replacement (transport LP per position):")
-    for V in (6, 10, 20):
-        p, q = row(V, 11 * V)
-        t_lp, t_opt = [], []
-        for r in range(repeats):
-            clear_transport_cache()
-            t_lp.append(timed(_lp_wor, p, q, (0, 1), r))
-            clear_score_plan_cache()
-            t_opt.append(timed(_verify_wor, p, q, (0, 1), r))
-        print(f"  {V:>8} LP {min(t_lp) * 1e3:.2f} ms, optimal {min(t_opt) * 1e3:.2f} ms, "
-              f"LP/optimal {min(t_lp) / min(t_opt):.1f}", flush=True)
+        for n in (2, 4, 8):
+            drafts = tuple(int(x) for x in rng.choice(V, size=n, replace=False, p=q))
+            small = tuple(range(n))
+            _verify_wor(p[:64] / p[:64].sum(), q[:64] / q[:64].sum(), small, 0)  # compile
+            ts, to = [], []
+            for r in range(repeats):
+                ts.append(timed(np.argsort, p))
+                clear()
+                to.append(timed(_verify_wor, p, q, drafts, r))
+            reached = (score_plan(p, q) if n == 2 else coin_plan(p, q, n)).reached
+            s, o = min(ts), min(to)
+            print(f"  {V:>8} {n:>2} {s * 1e3:>10.2f} {o * 1e3:>10.1f} {o / s:>12.1f} "
+                  f"{reached!s:>7} {o * 1e3 / PUBLISHED_MS:>17.3f}", flush=True)  # fmt: skip
+    print("  optimal_lp, drafts without replacement (transport LP per position):")
+    for n, vs in ((2, (6, 10, 20)), (3, (6, 10, 14))):
+        for V in vs:
+            p, q = row(V, 11 * V)
+            t_lp, t_opt = [], []
+            for r in range(repeats):
+                clear_transport_cache()
+                t_lp.append(timed(_lp_wor, p, q, tuple(range(n)), r))
+                clear()
+                t_opt.append(timed(_verify_wor, p, q, tuple(range(n)), r))
+            print(f"  {V:>8} n={n} LP {min(t_lp) * 1e3:.2f} ms, optimal {min(t_opt) * 1e3:.2f} "
+                  f"ms, LP/optimal {min(t_lp) / min(t_opt):.1f}", flush=True)
 
 
 def main():

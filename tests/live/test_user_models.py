@@ -163,3 +163,15 @@ def test_the_default_multi_draft_verifier_follows_the_draft_law(tiny, sampling):
     out = speculative_generate(tiny, PROMPT, draft="exit:1", mode="multi", n=2,
                                sampling=sampling, max_new_tokens=4, seed=0)
     assert len(out.tokens) >= 1
+
+
+def test_live_generation_runs_optimal_with_four_drafts_without_replacement(tiny):
+    """``optimal`` with four drafts without replacement (the priority-coin rule, refused
+    before it existed) verifies live: the first node of a round has four drafts, and
+    the generation reaches its length (nodes past the first hold the drafts still alive)."""
+    out = speculative_generate(tiny, PROMPT, draft="exit:1", mode="multi", n=4,
+                               verifier="optimal", sampling="without_replacement",
+                               max_new_tokens=8, seed=0)
+    assert len(out.tokens) == 8
+    assert len(out.node_hit) >= 1
+    assert int(np.max(out.node_drafts)) == 4

@@ -159,7 +159,7 @@ def test_a_plan_that_misses_stays_lossless_and_says_so(monkeypatch):
     from spectheory.verifiers.priority_coins import clear_coin_plan_cache
 
     monkeypatch.setattr(pc, "MAX_PASSES", 1)
-    monkeypatch.setattr(pc, "_INITIAL_ORDERS", ("p",))
+    monkeypatch.setattr(pc, "_INITIAL_ORDERS", (("p", 1),))
     clear_coin_plan_cache()
     missed = None
     for p, q, n in _rational_rows(60, seed=9):
