@@ -188,6 +188,8 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
     ba = np.empty((BLOCK, G))
     br = np.empty((BLOCK, G))
     bd = np.empty((BLOCK, G))
+    xu = np.empty(G)
+    xv = np.empty(G)
     for blk in range(nb):
         lo = blk * BLOCK
         hi = min(m, lo + BLOCK)
@@ -205,15 +207,18 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
                 ss[g] *= ba[i, g]
         for j in range(lo, hi):
             i = j - lo
+            # [z^{n-1}] and [z^{n-1} eps] of prefix times suffix, node by node (the node
+            # index innermost, contiguous)
+            xu[:] = 0.0
+            xv[:] = 0.0
+            for e in range(n):
+                for g in range(G):
+                    xu[g] += pu[e, g] * bu[i, n - 1 - e, g]
+                    xv[g] += pu[e, g] * bv[i, n - 1 - e, g] + pv[e, g] * bu[i, n - 1 - e, g]
             M = 0.0
             N = 0.0
             for g in range(G):
-                xu = 0.0
-                xv = 0.0
-                for e in range(n):
-                    xu += pu[e, g] * bu[i, n - 1 - e, g]
-                    xv += pu[e, g] * bv[i, n - 1 - e, g] + pv[e, g] * bu[i, n - 1 - e, g]
-                M += w[g] * (br[i, g] * xv + bd[i, g] * xu)
+                M += w[g] * (br[i, g] * xv[g] + bd[i, g] * xu[g])
                 N += w[g] * (br[i, g] * ov[n - 1, g] + bd[i, g] * ou[n - 1, g]) * bs[i, g]
             if N > M:  # equal in exact arithmetic when no set has a later member
                 N = M
