@@ -205,3 +205,47 @@ def test_bad_input_is_refused_by_name():
     tiny = np.array([0.5, 0.5 - 1e-300, 1e-300, 0.0])
     with pytest.raises(InvalidParameterError, match="outside its 2 largest tokens is 1e-300"):
         priority_coin_plan(np.full(4, 0.25), tiny, 3)
+
+
+def test_reached_means_equal_to_the_bound_to_1e_12():
+    """The certificate's tolerance: a gap of 2e-12 is a miss, whichever side; Fractions
+    must be equal."""
+    assert pc._reached(0.5 + 1e-12, 0.5, False) and pc._reached(0.5 - 9e-13, 0.5, False)
+    assert not pc._reached(0.5 - 2e-12, 0.5, False)
+    assert not pc._reached(0.5 + 2e-12, 0.5, False)
+    assert pc._reached(F(1, 3), F(1, 3), True)
+    assert not pc._reached(F(1, 3), F(1, 3) - F(1, 10**30), True)
+
+
+def test_the_order_repair_reaches_where_the_first_pass_misses(monkeypatch):
+    """From the ascending p / P(a in S') order alone, this 2,000-token row misses on the
+    first pass (about 4e-3 short) and the repairs (misses moved to the front, twice)
+    reach the bound: the search is what reaches, not the initial order."""
+    monkeypatch.setattr(pc, "_INITIAL_ORDERS", (("p/inclusion", pc.MAX_PASSES),))
+    shortfalls = []
+    real = pc._part_shortfall
+
+    def spy(y, p, top):
+        shortfalls.append(real(y, p, top))
+        return shortfalls[-1]
+
+    monkeypatch.setattr(pc, "_part_shortfall", spy)
+    p, q = peaked_pair(2_000, seed=0)
+    plan = priority_coin_plan(p[0], q[0], 4)
+    assert plan.reached, plan.message
+    assert max(shortfalls) > 1e-3 and plan.passes >= 4
+
+
+def test_a_row_of_bound_1_needs_its_short_tokens_moved_first(monkeypatch):
+    """Bound 1 (T is every token, y must equal p): a token short of its target makes a later
+    one overfed, so the repair must move the short tokens, not the overfed ones.  From the
+    ascending p / P(a in S') order alone, this row (the 42nd of the seeded sample) is reached
+    after one repair; moving the overfed tokens first never reaches it."""
+    monkeypatch.setattr(pc, "_INITIAL_ORDERS", (("p/inclusion", pc.MAX_PASSES),))
+    p, q, n = list(_random_rows(42, seed=100))[41]
+    plan = priority_coin_plan(p, q, n)
+    assert plan.bound == pytest.approx(1.0, abs=1e-12) and plan.preferred.all()
+    assert plan.reached and plan.passes == 2
+    real = pc._violations
+    monkeypatch.setattr(pc, "_violations", lambda *args: real(*args)[::-1])
+    assert not priority_coin_plan(p, q, n).reached

@@ -130,3 +130,62 @@ def test_lossless_and_at_the_bound_at_full_vocabulary():
     assert not report.lossy and not report.exceeds_bound
     np.testing.assert_allclose(report.bound, bound(p, q, 4, WOR).mean(), rtol=0, atol=1e-12)
     assert coin_plan(p[0], q[0], 4).reached
+
+
+def _deficit_coins():
+    """Coins (k0, k1, 1, k3) whose selection weights, in float64, sum to at most the largest
+    uniform 1 - 2**-53, the fourth weight being 0 (found by a seeded search)."""
+    from spectheory.solvers.priority_coins import selection_weights
+
+    rng = np.random.default_rng(0)
+    for _ in range(100_000):
+        k = [float(rng.random()), float(rng.random()), 1.0, 0.5]
+        total = 0.0
+        for w in selection_weights(k):
+            if w > 0:
+                total += w
+        if total < 1.0:  # so at most 1 - 2**-53: u = 1 - 2**-53 is not below it
+            return k
+    raise AssertionError("no rounding deficit found")
+
+
+def test_every_form_selects_alike_on_edge_coins_and_uniforms():
+    """A hand-made plan, the same for the three forms: coins 1/2 with a uniform on a partial
+    sum (u = 1/2 lies on the first one: the second draft, as u < acc is strict); coins whose
+    weights sum below the uniform by rounding, with a zero weight last (the last draft of
+    positive weight, never the zero one); and a coin 1 early (later drafts have weight 0)."""
+    from types import SimpleNamespace
+
+    from spectheory.sim._priority_coins_kernel import _select as select_numba
+
+    torch = pytest.importorskip("torch")
+    from spectheory.torch._priority_coins import _select as select_torch
+
+    V = 4
+    cases = [([0.5, 0.5, 0.5, 0.5], 0.5, 1), (_deficit_coins(), 1.0 - 2.0**-53, 2),
+             ([0.0, 1.0, 0.3, 0.3], 0.999, 1), ([0.2, 0.0, 0.0, 0.0], 0.1, 0)]
+    for kappa, u, want in cases:
+        plan = SimpleNamespace(rank=np.arange(V), preferred=np.ones(V, dtype=bool),
+                               kappa=np.array(kappa))
+        ref = select_by_priority(plan, (3, 1, 0, 2), ReplayCoins([u]))
+        nb = select_numba(plan.preferred, plan.rank, plan.kappa, np.array([3, 1, 0, 2]), u)
+        tt = select_torch(torch.from_numpy(plan.preferred)[None], torch.from_numpy(plan.rank)[None],
+                          torch.from_numpy(plan.kappa)[None], torch.tensor([[3, 1, 0, 2]]),
+                          torch.tensor([u], dtype=torch.float64))
+        assert ref == nb == int(tt[0]) == want, (kappa, u, ref, nb, int(tt[0]))
+
+
+def test_a_draft_of_target_probability_zero_is_never_accepted():
+    """Drafts of p = 0 (all in H*, selected with y > 0): the accept coin at u = 0 must reject
+    (0 < 0 is false), in the reference and the kernel alike, and the token comes from the
+    residual."""
+    p = np.array([0.5, 0.3, 0.2, 0.0, 0.0, 0.0])
+    q = np.array([0.1, 0.1, 0.1, 0.3, 0.2, 0.2])
+    plan = coin_plan(p, q, 3)
+    assert plan.y[3:].sum() > 0
+    for u0 in (0.1, 0.5, 0.9):
+        u = np.array([u0, 0.0, 0.5])
+        ref = priority_coins(p, q, (3, 4, 5), ReplayCoins(u))
+        out = run_verifier("optimal", p[None], q[None], np.array([[[3, 4, 5]]]), u[None, None],
+                           sampling=WOR)
+        assert ref == out[0, 0] and p[ref] > 0
