@@ -170,9 +170,9 @@ class Verifier:
         Allowed numbers of drafts (None: any ``n >= 1``).
     n_values_by_law : dict or tuple of (str, tuple of int) pairs
         Narrower allowed numbers of drafts under some draft laws (stored as
-        sorted pairs): ``optimal`` takes any ``n`` for i.i.d. and greedy drafts
-        but ``n <= 2`` without replacement.  :meth:`n_values_for` combines it
-        with ``n_values``.
+        sorted pairs), e.g. a verifier of yours that takes any ``n`` for i.i.d.
+        drafts but only ``n = 3`` without replacement.  :meth:`n_values_for`
+        combines it with ``n_values``.
     needs_draft_law : bool
         True if it relies on the drafts having been drawn from ``q`` under
         the declared law (its q-ratios); False for verifiers valid for any
