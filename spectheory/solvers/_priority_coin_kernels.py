@@ -220,7 +220,7 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
             for g in range(G):
                 M += w[g] * (br[i, g] * xv[g] + bd[i, g] * xu[g])
                 N += w[g] * (br[i, g] * ov[n - 1, g] + bd[i, g] * ou[n - 1, g]) * bs[i, g]
-            if N > M:  # equal in exact arithmetic when no set has a later member
+            if N > M:  # N <= M exactly (equal when no set has a later member): rounding
                 N = M
             gap = M - N
             if gap > 0.0:
