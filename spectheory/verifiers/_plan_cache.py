@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
+
+from .._threads import run_parallel
 
 __all__ = ["RowCache", "fingerprint"]
 
@@ -76,6 +80,21 @@ class RowCache:
 
     def __len__(self):
         return len(self._plans)
+
+    def rows(self, p, q, *extra):
+        """The plans of a batch's rows ``(B, V)``, each ``self(p[b], q[b], *extra)``, in order.
+
+        A plan is a sequential solve per row, so a batch spreads its rows over threads
+        (as many as numba's, when :func:`spectheory._threads.run_parallel` finds enough
+        work and an idle core; the compiled passes and numpy's sort release the GIL).
+        Each row is solved alone either way, so the plans are the same to the bit.
+        """
+        count = p.shape[0]
+        workers = min(count, numba.get_num_threads()) if run_parallel(p.size, count) else 1
+        if workers <= 1:
+            return [self(p[b], q[b], *extra) for b in range(count)]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda b: self(p[b], q[b], *extra), range(count)))
 
     def __call__(self, p, q, *extra):
         if p.dtype == object or q.dtype == object:

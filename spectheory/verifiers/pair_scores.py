@@ -29,12 +29,7 @@ Khisti et al., arXiv:2410.18234; Hu et al., arXiv:2502.18779.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-import numba
-
 from .._errors import InvalidParameterError
-from .._threads import run_parallel
 from ..solvers.pair_scores import pair_score_plan, ramp
 from ._ops import accept_prob
 from ._plan_cache import RowCache
@@ -53,20 +48,9 @@ def score_plan(p, q):
 
 
 def score_plans(p, q):
-    """The plans of a batch's rows ``(B, V)``, each :func:`score_plan`'s, in row order.
-
-    A plan is a sequential Newton solve per row, so a batch spreads its rows over
-    threads (as many as numba's, when :func:`spectheory._threads.run_parallel`
-    finds enough work and an idle core; the compiled passes and numpy's sort release
-    the GIL).  Each row is solved alone either way, so the plans are the same to the
-    bit.
-    """
-    rows = p.shape[0]
-    workers = min(rows, numba.get_num_threads()) if run_parallel(p.size, rows) else 1
-    if workers <= 1:
-        return [score_plan(p[b], q[b]) for b in range(rows)]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(score_plan, p, q))
+    """The plans of a batch's rows ``(B, V)``, each :func:`score_plan`'s, in row order
+    (:meth:`._plan_cache.RowCache.rows`: rows spread over threads, same plans to the bit)."""
+    return _PLANS.rows(p, q)
 
 
 def clear_score_plan_cache():

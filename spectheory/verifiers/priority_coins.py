@@ -27,11 +27,6 @@ Khisti et al., arXiv:2410.18234; Hu et al., arXiv:2502.18779.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-import numba
-
-from .._threads import run_parallel
 from ..solvers.priority_coins import priority_coin_plan, selection_weights
 from ._ops import accept_prob
 from ._plan_cache import RowCache
@@ -49,18 +44,9 @@ def coin_plan(p, q, n):
 
 
 def coin_plans(p, q, n):
-    """The plans of a batch's rows ``(B, V)``, each :func:`coin_plan`'s, in row order.
-
-    Rows are spread over threads as in :func:`.pair_scores.score_plans` (the
-    compiled greedy passes release the GIL); each row is solved alone either way,
-    so the plans are the same to the bit.
-    """
-    rows = p.shape[0]
-    workers = min(rows, numba.get_num_threads()) if run_parallel(p.size, rows) else 1
-    if workers <= 1:
-        return [coin_plan(p[b], q[b], n) for b in range(rows)]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda b: coin_plan(p[b], q[b], n), range(rows)))
+    """The plans of a batch's rows ``(B, V)``, each :func:`coin_plan`'s, in row order
+    (:meth:`._plan_cache.RowCache.rows`: rows spread over threads, same plans to the bit)."""
+    return _PLANS.rows(p, q, int(n))
 
 
 def clear_coin_plan_cache():

@@ -299,7 +299,8 @@ def test_a_batch_on_threads_gets_each_rows_own_plan(monkeypatch):
     p = rng.dirichlet(np.full(V, 0.2), size=B)
     q = rng.dirichlet(np.full(V, 0.2), size=B)
     alone = [pair_score_plan(p[b], q[b]) for b in range(B)]
-    monkeypatch.setattr(vps, "run_parallel", lambda entries, rows: True)
+    cache_mod = importlib.import_module("spectheory.verifiers._plan_cache")
+    monkeypatch.setattr(cache_mod, "run_parallel", lambda entries, rows: True)
     monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
     vps.clear_score_plan_cache()
     pooled = vps.score_plans(p, q)
@@ -313,3 +314,12 @@ def test_a_batch_on_threads_gets_each_rows_own_plan(monkeypatch):
     vps.clear_score_plan_cache()
     with pytest.raises(InvalidParameterError, match="at least two tokens; q has 1"):
         vps.score_plans(p, bad)
+    # the priority-coin plans (three drafts) go through the same threaded batch
+    from spectheory.solvers.priority_coins import priority_coin_plan
+    from spectheory.verifiers.priority_coins import clear_coin_plan_cache, coin_plans
+
+    clear_coin_plan_cache()
+    for a, b in zip([priority_coin_plan(p[r], q[r], 3) for r in range(B)], coin_plans(p, q, 3)):
+        for field in ("preferred", "rank", "kappa", "y", "residual"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        assert a.alpha_value == b.alpha_value and a.reached == b.reached
