@@ -208,7 +208,9 @@ def _reached(value, bound, exact):
 
 def _part_shortfall(y, p, top):
     d = (y - p) if top else (p - y)
-    return float(sum(max(float(x), 0.0) for x in d))
+    if d.dtype == object:  # Fractions: each term exactly, then one rounding per term
+        return float(sum(max(float(x), 0.0) for x in d))
+    return float(np.maximum(d, 0.0).sum())
 
 
 def _solve_part(order, pass_, p_part, top, exact, budget=None):
@@ -222,7 +224,7 @@ def _solve_part(order, pass_, p_part, top, exact, budget=None):
     """
     best = None
     passes = 0
-    misses = dict.fromkeys((int(a) for a in order), 0)
+    misses = np.zeros(order.size, dtype=np.int64)  # per position of the current order
     for _ in range(MAX_PASSES if budget is None else min(budget, MAX_PASSES)):
         kappa, y = pass_(order)
         passes += 1
@@ -235,13 +237,11 @@ def _solve_part(order, pass_, p_part, top, exact, budget=None):
         move = short if short.any() else above
         if not move.any():
             break
-        for a in order[move]:
-            misses[int(a)] += 1
-        count = np.array([misses[int(a)] for a in order])
-        new = order[np.argsort(-count, kind="stable")]
-        if np.array_equal(new, order):
+        misses[move] += 1
+        perm = np.argsort(-misses, kind="stable")
+        if np.array_equal(perm, np.arange(perm.size)):
             break  # the misses are already in front: the repair has no next order
-        order = new
+        order, misses = order[perm], misses[perm]
     return (*best, passes)
 
 
@@ -350,7 +350,7 @@ def priority_coin_plan(p, q, n):
     V = p.size
     pf = np.asarray([float(x) for x in p]) if exact else p
     qf = np.asarray([float(x) for x in q]) if exact else q
-    support = np.asarray([x != 0 for x in q], dtype=bool)
+    support = np.asarray([x != 0 for x in q], dtype=bool) if exact else q != 0
     if support.sum() < n:
         raise InvalidParameterError(
             f"{n} drafts without replacement need a draft with at least {n} tokens; q has "
