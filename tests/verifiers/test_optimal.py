@@ -149,8 +149,11 @@ def test_bad_input_raises():
     p3, q3 = np.array([0.3, 0.4, 0.2, 0.1]), np.array([0.4, 0.3, 0.2, 0.1])
     assert optimal(p3, q3, (0, 1, 2), ReplayCoins([0.1] * 3),
                    sampling="without_replacement") in (0, 1, 2, 3)
-    spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0, sampling="without_replacement")
-    spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
+    assert spectheory.verify("optimal", p3, q3, [0, 1, 2], rng=0,
+                             sampling="without_replacement") in (0, 1, 2, 3)
+    # four drafts of four tokens: every token is a draft, so every output is one
+    sim = spectheory.simulate("optimal", p3, q3, n=4, sampling="without_replacement", trials=10)
+    assert sim.accepted.all()
     # A q = 0 draft: the validating entry point refuses it; the bare verifier rejects it.
     with pytest.raises(InvalidParameterError, match="probability 0"):
         spectheory.verify("optimal", p, q, [0, 1], rng=0)

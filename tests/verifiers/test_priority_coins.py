@@ -94,9 +94,9 @@ def test_selection_follows_the_part_order_and_coins():
     ordered = sorted(inside, key=lambda a: plan.rank[a])
     first = ordered[0]
     k = float(plan.kappa[first])
-    if 0.0 < k < 1.0:
-        coins = ReplayCoins([k / 2])
-        assert select_by_priority(plan, drafts, coins) == first and coins.position == 1
+    assert 0.0 < k < 1.0  # a coin that can fail: both branches below are real
+    coins = ReplayCoins([k / 2])
+    assert select_by_priority(plan, drafts, coins) == first and coins.position == 1
     coins = ReplayCoins([1.0 - 2.0**-40])
     assert select_by_priority(plan, drafts, coins) == ordered[-1] and coins.position == 1
 
