@@ -9,7 +9,8 @@ pre-drawn uniforms with the reference's coin order:
 
 * ``u[b, t, 0]``: the selection among the drafts of the part selected from,
   listed by rank, with weights :math:`\kappa_{x_j} \prod_{i<j}(1 - \kappa_{x_i})`
-  (the last: the product alone), by the reference's linear inverse-CDF scan
+  (the last: the product alone), times the component's weight for a plan that
+  mixes rules (component by component), by the reference's linear inverse-CDF scan
   (:func:`spectheory.coins._inverse_cdf`), the same float operations in the
   same order;
 * ``u[b, t, 1]``: accept the selected ``x`` when below :math:`\min(1, p_x / y_x)`;
@@ -31,61 +32,70 @@ __all__ = ["priority_coin_tables", "run_priority_coins"]
 
 
 @njit(cache=True)
-def _select(pref, rank, kappa, drafts, u):
-    """The selected draft, or -1 when no draft has a rank (q = 0, unvalidated input)."""
+def _select(pref, lam, rank, kappa, drafts, u):
+    """The selected draft, or -1 when no draft has a rank (q = 0, unvalidated input).
+
+    One inverse-CDF scan over the pairs (component ``c``, draft), component by
+    component, with weights ``lam[c]`` times the component's selection weights:
+    the reference's order of operations (components of weight 0 pad a batch).
+    """
     n = drafts.shape[0]
     top = False
     for i in range(n):
         x = drafts[i]
-        if rank[x] >= 0 and pref[x]:
+        if rank[0, x] >= 0 and pref[x]:
             top = True
     part = np.empty(n, dtype=np.int64)
-    m = 0
-    for i in range(n):
-        x = drafts[i]
-        if rank[x] >= 0 and (pref[x] or not top):
-            # insertion by rank: the part's order
-            j = m
-            while j > 0 and rank[part[j - 1]] > rank[x]:
-                part[j] = part[j - 1]
-                j -= 1
-            part[j] = x
-            m += 1
-    if m == 0:
-        return -1
-    fail = 1.0
     acc = 0.0
     chosen = -1
-    for j in range(m):
-        k = kappa[part[j]]
-        if j == m - 1:
-            w = fail
-        else:
-            w = fail * k
-            fail = fail * (1.0 - k)
-        if w > 0.0:
-            acc += w
-            chosen = j
-            if u < acc:
-                return part[j]
-    return part[chosen]
+    for c in range(lam.shape[0]):
+        if lam[c] == 0.0:
+            continue
+        m = 0
+        for i in range(n):
+            x = drafts[i]
+            if rank[c, x] >= 0 and (pref[x] or not top):
+                # insertion by rank: the part's order
+                j = m
+                while j > 0 and rank[c, part[j - 1]] > rank[c, x]:
+                    part[j] = part[j - 1]
+                    j -= 1
+                part[j] = x
+                m += 1
+        if m == 0:
+            return -1
+        fail = 1.0
+        for j in range(m):
+            k = kappa[c, part[j]]
+            if j == m - 1:
+                w = fail
+            else:
+                w = fail * k
+                fail = fail * (1.0 - k)
+            w = lam[c] * w
+            if w > 0.0:
+                acc += w
+                chosen = part[j]
+                if u < acc:
+                    return chosen
+    return chosen
 
 
 @njit(cache=True)
-def _trial(p, pref, rank, kappa, y, cres, last, drafts, u):
-    x = _select(pref, rank, kappa, drafts, u[0])
+def _trial(p, pref, lam, rank, kappa, y, cres, last, drafts, u):
+    x = _select(pref, lam, rank, kappa, drafts, u[0])
     if x >= 0 and u[1] < _accept(p[x], y[x]):
         return x
     return _search(cres, u[2], last)
 
 
 @njit(cache=True, parallel=True)
-def _run(p, pref, rank, kappa, y, cres, last, drafts, u, out):
+def _run(p, pref, lam, rank, kappa, y, cres, last, drafts, u, out):
     B, T, _ = drafts.shape
     for bt in prange(B * T):
         b = bt // T
         t = bt % T
-        out[b, t] = _trial(p[b], pref[b], rank[b], kappa[b], y[b], cres[b], last[b],
+        out[b, t] = _trial(p[b], pref[b], lam[b], rank[b], kappa[b], y[b], cres[b], last[b],
                            drafts[b, t], u[b, t])
 
 
@@ -95,20 +105,33 @@ def priority_coin_tables(p, q, n):
     Returns
     -------
     dict
-        ``pref`` (bool), ``rank`` (int64), ``kappa``, ``y``, ``cres`` (sequential
-        cumulative sums of the residual), each (B, V), and ``last`` (B,), the
-        residual's last index of positive mass.
+        ``pref`` (bool), ``y``, ``cres`` (sequential cumulative sums of the
+        residual), each (B, V); ``lam`` (B, C), ``rank`` (int64) and ``kappa``
+        (B, C, V), the rows' components padded to the batch's largest count ``C``
+        with weight 0; and ``last`` (B,), the residual's last index of positive mass.
     """
     from ..verifiers.priority_coins import coin_plans
 
     plans = coin_plans(p, q, n)
     cres, last = _cdf_rows([pl.residual for pl in plans])
+    C = max(pl.weights.size for pl in plans)
+    B, V = len(plans), plans[0].y.size
+    lam = np.zeros((B, C))
+    rank = np.empty((B, C, V), dtype=np.int64)
+    kappa = np.zeros((B, C, V))
+    for b, pl in enumerate(plans):
+        c = pl.weights.size
+        lam[b, :c] = pl.weights
+        rank[b, :c] = pl.rank
+        rank[b, c:] = pl.rank[0]  # padding: the first component's support, weight 0
+        kappa[b, :c] = pl.kappa
     return {
         "cres": cres,
         "last": last,
         "pref": np.array([pl.preferred for pl in plans], dtype=np.bool_),
-        "rank": np.array([pl.rank for pl in plans], dtype=np.int64),
-        "kappa": np.array([pl.kappa for pl in plans], dtype=np.float64),
+        "lam": lam,
+        "rank": rank,
+        "kappa": kappa,
         "y": np.array([pl.y for pl in plans], dtype=np.float64),
     }
 
@@ -124,6 +147,6 @@ def run_priority_coins(p, q, drafts, u):
     B, T, n = drafts.shape
     tb = priority_coin_tables(p, q, n)
     out = np.empty((B, T), dtype=np.int64)
-    _run(p, tb["pref"], tb["rank"], tb["kappa"], tb["y"], tb["cres"], tb["last"],
+    _run(p, tb["pref"], tb["lam"], tb["rank"], tb["kappa"], tb["y"], tb["cres"], tb["last"],
          np.ascontiguousarray(drafts), np.ascontiguousarray(u), out)
     return out

@@ -61,6 +61,7 @@ import numpy as np
 from .._errors import InvalidParameterError
 from .._validate import as_distribution_pair, check_positive_int
 from . import _priority_coin_kernels as _k
+from ._coin_mixture import MIX_MAX_TOKENS, mix_part
 from ._result import SolverResult
 
 __all__ = [
@@ -108,7 +109,7 @@ def _selection_part(S, preferred):
     return inside or list(S)
 
 
-def priority_coin_marginal(law, preferred, rank, kappa, V):
+def priority_coin_marginal(law, preferred, rank, kappa, V, weights=None):
     """The selection marginal ``y`` of a priority-coin rule, by enumerating draft sets.
 
     Parameters
@@ -116,22 +117,32 @@ def priority_coin_marginal(law, preferred, rank, kappa, V):
     law : dict frozenset -> probability
         The draft-set law (:func:`spectheory.drafting.set_law_row`).
     preferred : ndarray of bool, shape (V,)
-    rank : ndarray of int, shape (V,)
-        Position of each token in its part's order (-1: never drafted).
-    kappa : ndarray, shape (V,)
+    rank : ndarray of int, shape (V,) or (c, V)
+        Position of each token in its part's order (-1: never drafted); one row per
+        rule of a mixture.
+    kappa : ndarray, shape (V,) or (c, V)
         Coins (floats or Fractions).
     V : int
+    weights : array_like, shape (c,), optional
+        The mixture's weights (:attr:`PriorityCoinPlan.weights`); required for ``c > 1``.
 
     Returns
     -------
     ndarray, shape (V,): float64, or object (Fractions) for Fraction coins and law.
     """
-    exact = isinstance(kappa[0], Fraction)
+    rank, kappa = np.atleast_2d(rank), np.atleast_2d(kappa)
+    if weights is None:
+        if rank.shape[0] != 1:
+            raise InvalidParameterError(
+                f"a mixture of {rank.shape[0]} rules needs its weights; got weights=None")
+        weights = [kappa[0, 0] * 0 + 1]
+    exact = isinstance(kappa[0, 0], Fraction)
     y = np.array([Fraction(0)] * V, dtype=object) if exact else np.zeros(V)
-    for S, prob in law.items():
-        part = sorted(_selection_part(S, preferred), key=lambda a: rank[a])
-        for a, wgt in zip(part, selection_weights([kappa[a] for a in part])):
-            y[a] += prob * wgt
+    for lam, rk, kp in zip(weights, rank, kappa):
+        for S, prob in law.items():
+            part = sorted(_selection_part(S, preferred), key=lambda a: rk[a])
+            for a, wgt in zip(part, selection_weights([kp[a] for a in part])):
+                y[a] += lam * prob * wgt
     return y
 
 
@@ -245,6 +256,42 @@ def _solve_part(order, pass_, p_part, top, exact, budget=None):
     return (*best, passes)
 
 
+def _part_passes(idx, greedy, vertex):
+    """``passes(rank, is_vertex)`` of :func:`._coin_mixture.mix_part` for the part's tokens
+    ``idx`` (sorted): the pass of the order given by ``rank``, mapped back to ``idx``."""
+    def passes(rank, is_vertex):
+        order = idx[np.argsort(rank)]
+        kap, yy = (vertex if is_vertex else greedy)(order)
+        pos = np.searchsorted(idx, order)
+        out_k, out_y = np.empty(idx.size), np.empty(idx.size)
+        out_k[pos] = kap
+        out_y[pos] = yy
+        return out_k, out_y
+    return passes
+
+
+def _components(parts, V, exact):
+    """The rule's components: every choice of one rule per part, with the product weight.
+
+    The selection happens in one part only, so mixing the parts' mixtures independently
+    gives each part its own mixed marginal.  Returns weights (c,), rank (c, V) and
+    kappa (c, V), rank -1 and coin 0 off the support.
+    """
+    one = Fraction(1) if exact else 1.0
+    combos = [(one, [])]
+    for idx, weights, rules in parts:
+        combos = [(wc * wr, [*chosen, (idx, rule)]) for wc, chosen in combos
+                  for wr, rule in zip(weights, rules)]
+    dtype = object if exact else np.float64
+    rank = np.full((len(combos), V), -1, dtype=np.int64)
+    kappa = np.full((len(combos), V), one * 0, dtype=dtype)
+    for i, (_, chosen) in enumerate(combos):
+        for idx, (r, kap) in chosen:
+            rank[i, idx] = r
+            kappa[i, idx] = kap
+    return np.array([wc for wc, _ in combos], dtype=dtype), rank, kappa
+
+
 @dataclass(frozen=True)
 class PriorityCoinPlan(SolverResult):
     """A priority-coin rule for drafts without replacement, and its acceptance.
@@ -255,12 +302,18 @@ class PriorityCoinPlan(SolverResult):
         Number of drafts.
     preferred : ndarray of bool, shape (V,)
         The part ``T`` (outside the bound's dual set), preferred over the rest.
-    rank : ndarray of int64, shape (V,)
-        Each token's position in its part's order; -1 for tokens with ``q = 0``.
-    kappa : ndarray, shape (V,)
-        The coins (Fractions for exact input; 0 where ``rank`` is -1).
+    weights : ndarray, shape (c,)
+        The rule is a mixture of ``c`` priority-coin rules, drawn with these
+        probabilities (``c = 1``, weight 1, unless the order search missed on a part of
+        at most :data:`._coin_mixture.MIX_MAX_TOKENS` tokens and a mixture reached
+        further; Fractions for exact input, which is never mixed).
+    rank : ndarray of int64, shape (c, V)
+        Each component's position of each token in its part's order; -1 for tokens
+        with ``q = 0``.
+    kappa : ndarray, shape (c, V)
+        Each component's coins (Fractions for exact input; 0 where ``rank`` is -1).
     y : ndarray, shape (V,)
-        The selection marginal (Fractions for exact input).
+        The selection marginal, mixed over the components (Fractions for exact input).
     residual : ndarray, shape (V,)
         :math:`\\mathrm{norm}((p - y)_+)`, drawn after a rejection.
     alpha_value : float or Fraction
@@ -283,6 +336,7 @@ class PriorityCoinPlan(SolverResult):
 
     n: int
     preferred: np.ndarray
+    weights: np.ndarray
     rank: np.ndarray
     kappa: np.ndarray
     y: np.ndarray
@@ -362,13 +416,13 @@ def priority_coin_plan(p, q, n):
 
     if exact:
         law = set_law_row(q, n, "without_replacement")
-        kappa = np.array([Fraction(0)] * V, dtype=object)
-        y = np.array([Fraction(0)] * V, dtype=object)
+        kappa_s = np.array([Fraction(0)] * V, dtype=object)  # scratch of the passes
+        y_s = np.array([Fraction(0)] * V, dtype=object)
 
         def make_pass(top):
             def pass_(order):
-                _greedy_enumerated(law, order, p, preferred, kappa, y)
-                return kappa[order].copy(), y[order].copy()
+                _greedy_enumerated(law, order, p, preferred, kappa_s, y_s)
+                return kappa_s[order].copy(), y_s[order].copy()
             return pass_
 
         def inclusion(idx, top):
@@ -384,19 +438,19 @@ def priority_coin_plan(p, q, n):
         k = 2 * _k.wor_per_octave(n)
         outside = {True: _k.outside_factor(qf[in_h], True, n, t, k),
                    False: _k.outside_factor(qf[preferred], False, n, t, k)}
-        kappa = np.zeros(V)
-        y = np.zeros(V)
-
-        def make_pass(top):
+        def make_pass(top, target=None):
             def pass_(order):
-                return _greedy_integral(qf[order], pf[order], outside[top], t, w, k)
+                tgt = pf[order] if target is None else np.full(order.size, target)
+                return _greedy_integral(qf[order], tgt, outside[top], t, w, k)
             return pass_
 
         def inclusion(idx, top):
             return _greedy_integral(qf[idx], pf[idx], outside[top], t, w, k, inclusion=True)
 
-    rank = np.full(V, -1, dtype=np.int64)
+    parts = []  # per part: (idx, weights, [(rank in part, kappa in part)])
+    y = (np.array([Fraction(0)] * V, dtype=object) if exact else np.zeros(V))
     passes = 0
+    mixed = 0
     shortfall = 0.0
     for part, top in ((preferred, True), (in_h, False)):
         idx = np.flatnonzero(part)
@@ -423,10 +477,24 @@ def priority_coin_plan(p, q, n):
             if (best[3] == 0.0) if exact else (best[3] <= 1e-13):
                 break
         order, k_part, y_part, short_part = best[:4]
-        rank[order] = np.arange(order.size)
-        kappa[order] = k_part
-        y[order] = y_part
+        pos = np.searchsorted(idx, order)
+        rank_p = np.empty(idx.size, dtype=np.int64)
+        rank_p[pos] = np.arange(idx.size)
+        kap_p = np.empty(idx.size, dtype=k_part.dtype)
+        kap_p[pos] = k_part
+        y_p = np.empty(idx.size, dtype=y_part.dtype)
+        y_p[pos] = y_part
+        weights, rules = [Fraction(1) if exact else 1.0], [(rank_p, kap_p, y_p)]
+        if not exact and short_part > 1e-13 and idx.size <= MIX_MAX_TOKENS:
+            weights, rules, short_part, rounds = mix_part(
+                rules, pf[idx], top, _part_passes(idx, make_pass(top), make_pass(top, 2.0)))
+            passes += 2 * rounds
+            mixed += rounds
+            y_p = np.column_stack([r[2] for r in rules]) @ weights
+        y[idx] = y_p
+        parts.append((idx, weights, [r[:2] for r in rules]))
         shortfall += short_part
+    weights, rank, kappa = _components(parts, V, exact)
     accepted = (np.array([min(a, b) for a, b in zip(p, y)], dtype=object) if exact
                 else np.minimum(p, y))
     value = accepted.sum()
@@ -434,11 +502,13 @@ def priority_coin_plan(p, q, n):
     residual = left / left.sum() if left.sum() > 0 else p.copy()
     reached = _reached(value, bound, exact)
     total = y.sum()
-    message = ("the rule reaches the bound without replacement" if reached else
+    how = f" (a mixture of {weights.size} rules)" if weights.size > 1 else ""
+    message = (f"the rule reaches the bound without replacement{how}" if reached else
                f"the rule stays {float(bound - value):.3e} below the bound (no order of the "
-               f"search reached it in {passes} passes)")
+               f"search reached it in {passes} passes{', nor a mixture' if mixed else ''})")
     return PriorityCoinPlan(
-        n=n, preferred=preferred, rank=rank, kappa=kappa, y=y, residual=residual,
+        n=n, preferred=preferred, weights=weights, rank=rank, kappa=kappa, y=y,
+        residual=residual,
         alpha_value=value, bound=bound, shortfall=shortfall, reached=reached, passes=passes,
         total=total, method="priority_coins", status="optimal" if reached else "exact",
         message=message, inputs={"n": n},

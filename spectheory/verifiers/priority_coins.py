@@ -7,7 +7,8 @@ token) and its selection marginal ``y`` at full vocabulary; the verifier
 1. takes the drafts in ``T`` if any (else all of them), lists them in the
    part's order :math:`x_1, \dots, x_m`, and selects :math:`x_j` with
    probability :math:`\kappa_{x_j} \prod_{i<j} (1 - \kappa_{x_i})`, the last
-   with the rest (one ``coins.categorical``);
+   with the rest (one ``coins.categorical``; for a plan that mixes rules, over the
+   pairs of rule and draft, :func:`select_by_priority`);
 2. accepts the selected ``x`` with probability :math:`\min(1, p_x / y_x)`
    (``coins.bernoulli``);
 3. otherwise outputs a draw from :math:`\mathrm{norm}((p - y)_+)`
@@ -55,20 +56,29 @@ def clear_coin_plan_cache():
 
 
 def select_by_priority(plan_, drafts, coins):
-    """The draft the plan's rule selects: one ``coins.categorical``, turned in every case.
+    r"""The draft the plan's rule selects: one ``coins.categorical``, turned in every case.
 
+    For a mixture of ``c`` rules (``plan_.weights``) the categorical runs over the
+    pairs (rule ``i``, draft), component by component, with weight
+    :math:`\lambda_i` times the rule's selection weight of the draft: drawing the rule
+    and then the draft, with one uniform (for one rule the weights are the rule's own).
     Drafts the draft gives probability 0 (possible only without validation) are
     never selected; when no draft remains the coin still turns (on a single
     certain branch), so every backend reads the later coins from the same
     uniforms, and None is returned.
     """
-    ranked = [int(x) for x in drafts if plan_.rank[x] >= 0]
+    ranked = [int(x) for x in drafts if plan_.rank[0, x] >= 0]
     inside = [x for x in ranked if plan_.preferred[x]]
-    part = sorted(inside or ranked, key=lambda x: plan_.rank[x])
-    if not part:
-        coins.categorical([plan_.kappa[0] * 0 + 1])
+    members = inside or ranked
+    if not members:
+        coins.categorical([plan_.weights[0] * 0 + 1])
         return None
-    return part[coins.categorical(selection_weights([plan_.kappa[x] for x in part]))]
+    picks, weights = [], []
+    for lam, rank, kappa in zip(plan_.weights, plan_.rank, plan_.kappa):
+        part = sorted(members, key=lambda x: rank[x])
+        picks += part
+        weights += [lam * w for w in selection_weights([kappa[x] for x in part])]
+    return picks[coins.categorical(weights)]
 
 
 def priority_coins(p, q, drafts, coins, *, sampling="without_replacement"):

@@ -91,9 +91,10 @@ def test_selection_follows_the_part_order_and_coins():
     part_of = {a: bool(plan.preferred[a]) for a in range(4)}
     drafts = (0, 1, 2)
     inside = [a for a in drafts if part_of[a]] or list(drafts)
-    ordered = sorted(inside, key=lambda a: plan.rank[a])
+    assert plan.weights.tolist() == [1.0]  # one rule, no mixture
+    ordered = sorted(inside, key=lambda a: plan.rank[0, a])
     first = ordered[0]
-    k = float(plan.kappa[first])
+    k = float(plan.kappa[0, first])
     assert 0.0 < k < 1.0  # a coin that can fail: both branches below are real
     coins = ReplayCoins([k / 2])
     assert select_by_priority(plan, drafts, coins) == first and coins.position == 1
@@ -107,7 +108,7 @@ def test_q_zero_drafts_are_never_selected_by_any_form():
     p = np.array([0.1, 0.2, 0.3, 0.15, 0.15, 0.1])
     q = np.array([0.0, 0.0, 0.0, 0.4, 0.3, 0.3])
     plan = coin_plan(p, q, 3)
-    assert plan.rank[:3].tolist() == [-1, -1, -1]
+    assert plan.rank[0, :3].tolist() == [-1, -1, -1]
     u = np.array([0.3, 0.0, 0.5])
     want = int(np.searchsorted(np.cumsum(plan.residual), 0.5, side="right"))
     ref = priority_coins(p, q, (0, 1, 2), ReplayCoins(u))
@@ -162,17 +163,33 @@ def test_every_form_selects_alike_on_edge_coins_and_uniforms():
     from spectheory.torch._priority_coins import _select as select_torch
 
     V = 4
+    one = np.arange(V)
     cases = [([0.5, 0.5, 0.5, 0.5], 0.5, 1), (_deficit_coins(), 1.0 - 2.0**-53, 2),
              ([0.0, 1.0, 0.3, 0.3], 0.999, 1), ([0.2, 0.0, 0.0, 0.0], 0.1, 0)]
-    for kappa, u, want in cases:
-        plan = SimpleNamespace(rank=np.arange(V), preferred=np.ones(V, dtype=bool),
-                               kappa=np.array(kappa))
+    plans = [SimpleNamespace(weights=np.ones(1), rank=one[None], preferred=np.ones(V, dtype=bool),
+                             kappa=np.array([kappa])) for kappa, _, _ in cases]
+    # mixtures: the pairs (rule, draft) rule by rule, weight times selection weight.  Rule 0
+    # (weight 1/4, order 0 1 2 3, every coin 1) selects 0; rule 1 (weight 3/4, reversed, coins
+    # 1/2) selects 3, 2, 1, 0 with 3/8, 3/16, 3/32, 3/32.  u = 1/4 lies on the first partial
+    # sum: rule 1's first draft; u in the last pair's interval: rule 1's last draft;
+    # a rule of weight 0 (a batch's padding) adds nothing.
+    rev = one[::-1].copy()
+    mix = dict(rank=np.array([one, rev]), preferred=np.ones(V, dtype=bool),
+               kappa=np.array([[1.0] * 4, [0.5] * 4]))
+    for u, want in ((0.1, 0), (0.25, 3), (0.25 + 3 / 8, 2), (1.0 - 2.0**-53, 0)):
+        plans.append(SimpleNamespace(weights=np.array([0.25, 0.75]), **mix))
+        cases.append((None, u, want))
+    plans.append(SimpleNamespace(weights=np.array([0.0, 1.0]), **mix))
+    cases.append((None, 0.1, 3))
+    for plan, (_, u, want) in zip(plans, cases):
         ref = select_by_priority(plan, (3, 1, 0, 2), ReplayCoins([u]))
-        nb = select_numba(plan.preferred, plan.rank, plan.kappa, np.array([3, 1, 0, 2]), u)
-        tt = select_torch(torch.from_numpy(plan.preferred)[None], torch.from_numpy(plan.rank)[None],
+        nb = select_numba(plan.preferred, plan.weights, plan.rank, plan.kappa,
+                          np.array([3, 1, 0, 2]), u)
+        tt = select_torch(torch.from_numpy(plan.preferred)[None],
+                          torch.from_numpy(plan.weights)[None], torch.from_numpy(plan.rank)[None],
                           torch.from_numpy(plan.kappa)[None], torch.tensor([[3, 1, 0, 2]]),
                           torch.tensor([u], dtype=torch.float64))
-        assert ref == nb == int(tt[0]) == want, (kappa, u, ref, nb, int(tt[0]))
+        assert ref == nb == int(tt[0]) == want, (plan.kappa, u, ref, nb, int(tt[0]))
 
 
 def test_a_draft_of_target_probability_zero_is_never_accepted():
@@ -189,3 +206,33 @@ def test_a_draft_of_target_probability_zero_is_never_accepted():
         out = run_verifier("optimal", p[None], q[None], np.array([[[3, 4, 5]]]), u[None, None],
                            sampling=WOR)
         assert ref == out[0, 0] and p[ref] > 0
+
+
+def test_a_mixed_plan_runs_alike_in_every_form_and_is_exactly_lossless():
+    """The row no single priority order reaches (tests/solvers/test_priority_coins.py): its plan
+    mixes several rules.  The verifier's exact law (every ordered draft tuple and coin branch
+    enumerated) is p and its acceptance the bound 1, both to 1e-12; the numba kernel and the
+    torch form return the reference's token for the same uniforms, edge uniforms included."""
+    from spectheory.exact._law import exact_row
+
+    torch = pytest.importorskip("torch")
+    from spectheory.torch.verifiers import optimal_torch
+
+    from ..solvers.test_priority_coins import NO_ORDER_P, NO_ORDER_Q
+
+    p, q = np.array(NO_ORDER_P), np.array(NO_ORDER_Q)
+    assert coin_plan(p, q, 4).weights.size > 1
+    law, acc = exact_row(optimal, p, q, 4, WOR)
+    np.testing.assert_allclose(law, p, rtol=0, atol=1e-12)
+    assert acc == pytest.approx(1.0, abs=1e-12)
+    rng = np.random.default_rng(5)
+    T = 600
+    drafts = _drafts(rng, q[None], T, 4)
+    u = rng.random((1, T, 3))
+    u[0, : T // 4] = rng.choice([0.0, 0.5, 1.0 - 2.0**-40], size=(T // 4, 3))
+    out = run_verifier("optimal", p[None], q[None], drafts, u, sampling=WOR)[0]
+    tt = optimal_torch(torch.from_numpy(np.tile(p, (T, 1))), torch.from_numpy(np.tile(q, (T, 1))),
+                       torch.from_numpy(drafts[0]), torch.from_numpy(u[0]), sampling=WOR)
+    ref = [optimal(p, q, tuple(drafts[0, t]), ReplayCoins(u[0, t]), sampling=WOR)
+           for t in range(T)]
+    assert out.tolist() == ref == tt.tolist()

@@ -1,0 +1,140 @@
+r"""Mixtures of priority rules by column generation (private; docs/theory.md §3.17).
+
+Within one part of the priority-coin rule, the selection marginals of all rules
+preferring that part form the base polytope of the part's coverage function
+:math:`g(A) = P(S' \cap A \ne \emptyset)`, and its vertices are the *priority
+orders* (every coin 1: the first draft in the order is selected; Edmonds' greedy
+vertex).  A mixture of rules (draw a rule with probability :math:`\lambda_i`, then
+select by it) has the mixed marginal :math:`\sum_i \lambda_i y^{(i)}`, so the part
+reaches its target (``y <= p`` on ``T``, ``y >= p`` on :math:`H^*`) as soon as some
+point of the polytope does, which the bound guarantees.  The search for the mixture
+is the linear program
+
+.. math::
+
+    \min \sum_a s_a \quad \text{s.t.} \quad \pm\Big(\sum_i \lambda_i y^{(i)}_a - p_a\Big)
+    \le s_a,\ s \ge 0,\ \lambda \ge 0,\ \sum_i \lambda_i = 1,
+
+(``+`` on ``T``, ``-`` on :math:`H^*`) over the columns found so far, priced by the
+duals :math:`w_a \ge 0` of the rows: the column of least reduced cost over the
+whole polytope is the priority order by ascending ``w`` on ``T`` (descending on
+:math:`H^*`), one greedy pass with every coin 1.  Column generation over the vertices
+of a polytope ends after finitely many rounds at the LP's optimum over the whole
+polytope, here 0: so the mixture reaches the bound, whatever the row, when the rounds
+are not cut short.  Each round also adds the greedy coin pass in the same order (a
+column nearer the target, not needed for the argument).  Rows that every column
+already meets are left out of the LP (any mixture meets them).
+
+On the recorded rows of a language model at V = 49,152 this converges too slowly to
+be useful (vertices put almost all the mass on the first tokens, and dozens of rounds
+left one missed row unchanged), so the plan mixes only small parts
+(:data:`MIX_MAX_TOKENS`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog, nnls
+
+__all__ = ["MIX_MAX_TOKENS", "MIX_ROUNDS", "mix_part"]
+
+#: Largest part mixed: beyond it the plan keeps its best single rule (module docstring).
+MIX_MAX_TOKENS = 64
+#: Rounds of column generation (each: one LP and two greedy passes).
+MIX_ROUNDS = 200
+#: Shortfall counted as none (the plan's own threshold for a pass, 1e-13).
+_DONE = 1e-13
+
+
+def _lp(Y, target, top):
+    """The restricted LP over the columns ``Y`` (tokens x columns): (lambda, duals w, mu)."""
+    sign = 1.0 if top else -1.0
+    viol = ((Y > target[:, None]) if top else (Y < target[:, None])).any(axis=1)
+    rows = np.flatnonzero(viol)
+    m = Y.shape[1]
+    if rows.size == 0:
+        lam = np.zeros(m)
+        lam[-1] = 1.0  # the column already meets every row
+        return lam, np.zeros(target.size), 0.0
+    A = sp.hstack([sp.csr_matrix(sign * Y[rows]), -sp.identity(rows.size, format="csr")])
+    res = linprog(np.r_[np.zeros(m), np.ones(rows.size)], A_ub=A.tocsr(),
+                  b_ub=sign * target[rows], A_eq=np.r_[np.ones(m), np.zeros(rows.size)][None],
+                  b_eq=[1.0], bounds=(0, None), method="highs")
+    if res.status != 0:  # pragma: no cover - the LP is feasible and bounded by construction
+        raise RuntimeError(f"mixture LP failed: {res.message}")
+    w = np.zeros(target.size)
+    w[rows] = -res.ineqlin.marginals
+    return res.x[:m], w, float(res.eqlin.marginals[0])
+
+
+def _shortfall(y, target, top):
+    d = (y - target) if top else (target - y)
+    return float(np.maximum(d, 0.0).sum())
+
+
+def _polish(Y, lam, target, top):
+    """Tighten the LP's weights, which HiGHS meets to about 1e-9 (a part of bound 1 needs
+    ``y = p`` exactly): non-negative least squares on the rows the LP meets with equality
+    and on the sum of the weights, over every column; the better of the two mixtures."""
+    y = Y @ lam
+    tight = np.flatnonzero(np.abs(y - target) <= 1e-8)
+    A = np.vstack([Y[tight], np.ones((1, Y.shape[1]))])
+    sol = nnls(A, np.r_[target[tight], 1.0])[0]
+    best = lam / lam.sum()
+    if sol.sum() > 0:
+        sol = sol / sol.sum()
+        if _shortfall(Y @ sol, target, top) < _shortfall(Y @ best, target, top):
+            best = sol
+    return best
+
+
+def mix_part(columns, target, top, passes):
+    """Mix rules of one part until the mixture meets its target, or the rounds run out.
+
+    Parameters
+    ----------
+    columns : list of (rank, kappa, y)
+        Rules to start from, each as the part's tokens' rank (int, positions 0..m-1),
+        coins and marginal, all indexed by the part's tokens.
+    target : float64 (m,)
+        ``p`` on the part's tokens.
+    top : bool
+        ``T`` (the mixture must stay at or below ``target``) or :math:`H^*` (at or above).
+    passes : callable
+        ``passes(rank, vertex)`` -> (kappa, y): the greedy pass of the order given by
+        ``rank``, with every coin 1 when ``vertex`` (a vertex of the polytope), else the
+        greedy coins.
+
+    Returns
+    -------
+    weights : float64 (c,)
+        Positive, summing to 1.
+    rules : list of (rank, kappa, y), length c
+    shortfall : float
+        Of the mixture.
+    rounds : int
+    """
+    cols = list(columns)
+    base = cols[0][0]
+    rounds = 0
+    while True:
+        Y = np.column_stack([c[2] for c in cols])
+        lam, w, mu = _lp(Y, target, top)
+        lam = _polish(Y, lam, target, top)
+        short = _shortfall(Y @ lam, target, top)
+        if short <= _DONE or rounds >= MIX_ROUNDS:
+            break
+        # the priced order: least reduced cost -sign * <w, y> - mu over the polytope
+        key = w if top else -w
+        order = np.lexsort((base, key))
+        rank = np.empty_like(base)
+        rank[order] = np.arange(order.size)
+        vertex = passes(rank, True)
+        if (w @ vertex[1] - mu if top else -(w @ vertex[1]) - mu) >= -1e-14:
+            break  # no column improves the LP: it is optimal over the whole polytope
+        cols.append((rank, *vertex))
+        cols.append((rank, *passes(rank, False)))
+        rounds += 1
+    keep = np.flatnonzero(lam > 0)
+    return lam[keep], [cols[i] for i in keep], short, rounds
