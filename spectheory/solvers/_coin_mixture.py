@@ -23,7 +23,10 @@ of a polytope ends after finitely many rounds at the LP's optimum over the whole
 polytope, here 0: so the mixture reaches the bound, whatever the row, when the rounds
 are not cut short.  Each round also adds the greedy coin pass in the same order (a
 column nearer the target, not needed for the argument).  Rows that every column
-already meets are left out of the LP (any mixture meets them).
+already meets are left out of the LP (any mixture meets them).  HiGHS meets rows to
+about 1e-9, so the weights are polished by non-negative least squares on the rows met
+with equality; for Fraction columns those rows are solved in Fractions and the mixture
+is checked exactly (:func:`exact_weights`).
 
 On the recorded rows of a language model at V = 49,152 this converges too slowly to
 be useful (vertices put almost all the mass on the first tokens, and dozens of rounds
@@ -33,11 +36,13 @@ left one missed row unchanged), so the plan mixes only small parts
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, nnls
 
-__all__ = ["MIX_MAX_TOKENS", "MIX_ROUNDS", "mix_part"]
+__all__ = ["MIX_MAX_TOKENS", "MIX_ROUNDS", "exact_weights", "mix_part"]
 
 #: Largest part mixed: beyond it the plan keeps its best single rule (module docstring).
 MIX_MAX_TOKENS = 64
@@ -97,8 +102,9 @@ def mix_part(columns, target, top, passes):
     columns : list of (rank, kappa, y)
         Rules to start from, each as the part's tokens' rank (int, positions 0..m-1),
         coins and marginal, all indexed by the part's tokens.
-    target : float64 (m,)
-        ``p`` on the part's tokens.
+    target : float64 or Fraction object (m,)
+        ``p`` on the part's tokens.  For Fractions (the passes then return Fractions) the
+        LP runs on floats and its solution is made exact (:func:`exact_weights`).
     top : bool
         ``T`` (the mixture must stay at or below ``target``) or :math:`H^*` (at or above).
     passes : callable
@@ -108,21 +114,23 @@ def mix_part(columns, target, top, passes):
 
     Returns
     -------
-    weights : float64 (c,)
-        Positive, summing to 1.
-    rules : list of (rank, kappa, y), length c
+    weights : float64 or Fraction object (c,)
+        Positive, summing to 1; None for Fractions when no exact mixture was found.
+    rules : list of (rank, kappa, y), length c (None with ``weights``)
     shortfall : float
-        Of the mixture.
+        Of the mixture (float arithmetic; 0 for an exact mixture).
     rounds : int
     """
+    exact = np.asarray(target).dtype == object
+    target_f = np.asarray(target, dtype=np.float64)
     cols = list(columns)
     base = cols[0][0]
     rounds = 0
     while True:
-        Y = np.column_stack([c[2] for c in cols])
-        lam, w, mu = _lp(Y, target, top)
-        lam = _polish(Y, lam, target, top)
-        short = _shortfall(Y @ lam, target, top)
+        Y = np.column_stack([np.asarray(c[2], dtype=np.float64) for c in cols])
+        lam, w, mu = _lp(Y, target_f, top)
+        lam = _polish(Y, lam, target_f, top)
+        short = _shortfall(Y @ lam, target_f, top)
         if short <= _DONE or rounds >= MIX_ROUNDS:
             break
         # the priced order: least reduced cost -sign * <w, y> - mu over the polytope
@@ -137,4 +145,63 @@ def mix_part(columns, target, top, passes):
         cols.append((rank, *passes(rank, False)))
         rounds += 1
     keep = np.flatnonzero(lam > 0)
+    if exact:
+        if short > _DONE:
+            return None, None, short, rounds
+        lam_x = exact_weights([cols[i][2] for i in keep], target, top, lam[keep])
+        if lam_x is None:
+            return None, None, short, rounds
+        nz = [j for j, x in enumerate(lam_x) if x > 0]
+        return (np.array([lam_x[j] for j in nz], dtype=object), [cols[keep[j]] for j in nz],
+                0.0, rounds)
     return lam[keep], [cols[i] for i in keep], short, rounds
+
+
+def _solve_exact(A, b, guess):
+    """A solution of ``A x = b`` in Fractions (Gauss-Jordan), free unknowns set to ``guess``
+    (rationalised); None when the system has none."""
+    A = [[*row, rhs] for row, rhs in zip(A, b)]
+    c = len(guess)
+    pivots = []
+    r = 0
+    for j in range(c):
+        i = next((i for i in range(r, len(A)) if A[i][j] != 0), None)
+        if i is None:
+            continue
+        A[r], A[i] = A[i], A[r]
+        piv = A[r][j]
+        A[r] = [x / piv for x in A[r]]
+        for i in range(len(A)):
+            if i != r and A[i][j] != 0:
+                f = A[i][j]
+                A[i] = [x - f * y for x, y in zip(A[i], A[r])]
+        pivots.append(j)
+        r += 1
+    if any(row[c] != 0 for row in A[r:]):
+        return None  # inconsistent
+    x = [Fraction(float(g)).limit_denominator(10**12) for g in guess]
+    for i, j in enumerate(pivots):
+        x[j] = A[i][c] - sum(A[i][k] * x[k] for k in range(c) if k != j)
+    return x
+
+
+def exact_weights(ys, target, top, lam):
+    """The mixture's weights in Fractions, from the float solution ``lam`` of the same columns.
+
+    The rows the float mixture meets with equality (to 1e-9) and the sum of the weights are
+    solved exactly; the weights are accepted only if they are non-negative and the exact
+    mixture meets every row (``<= target`` on ``T``, ``>=`` on :math:`H^*`).  Returns None
+    otherwise (the plan then keeps its single rule and says it missed).
+    """
+    Yf = np.column_stack([np.asarray(y, dtype=np.float64) for y in ys])
+    tight = np.flatnonzero(np.abs(Yf @ lam - np.asarray(target, dtype=np.float64)) <= 1e-9)
+    A = [[ys[j][a] for j in range(len(ys))] for a in tight] + [[Fraction(1)] * len(ys)]
+    b = [target[a] for a in tight] + [Fraction(1)]
+    x = _solve_exact(A, b, lam)
+    if x is None or any(v < 0 for v in x):
+        return None
+    for a in range(len(target)):
+        ya = sum(x[j] * ys[j][a] for j in range(len(ys)))
+        if (ya > target[a]) if top else (ya < target[a]):
+            return None
+    return x

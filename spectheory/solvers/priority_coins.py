@@ -35,8 +35,13 @@ tried are ``p/q`` descending, :math:`p_a / P(a \in S')` (the target over the
 chance of being among the drafts selected from) descending, then ascending, then
 ascending ``p`` and ascending ``p/q``.
 This search is measured, not proven, and on some rows no order reaches the
-bound (a six-token row with bound 1 is in the tests, §3.17); the plan says
-whether it reached (``reached``), and the verifier stays lossless either way.
+bound (a six-token row with bound 1 is in the tests, §3.17).  There, on parts
+of at most :data:`._coin_mixture.MIX_MAX_TOKENS` tokens, the plan mixes rules
+(draw one with probability ``weights[i]``, then select by it) found by column
+generation over the priority orders (:mod:`._coin_mixture`), which reaches the
+bound on every row when its rounds are not cut short; for Fraction input the
+mixture is made exact.  The plan says whether it reached (``reached``), and the
+verifier stays lossless either way.
 
 **Full vocabulary.**  With exponential clocks the product weights become, at
 each time ``t``, products of per-token factors (:mod:`._priority_coin_kernels`):
@@ -263,7 +268,7 @@ def _part_passes(idx, greedy, vertex):
         order = idx[np.argsort(rank)]
         kap, yy = (vertex if is_vertex else greedy)(order)
         pos = np.searchsorted(idx, order)
-        out_k, out_y = np.empty(idx.size), np.empty(idx.size)
+        out_k, out_y = np.empty(idx.size, dtype=kap.dtype), np.empty(idx.size, dtype=yy.dtype)
         out_k[pos] = kap
         out_y[pos] = yy
         return out_k, out_y
@@ -306,7 +311,7 @@ class PriorityCoinPlan(SolverResult):
         The rule is a mixture of ``c`` priority-coin rules, drawn with these
         probabilities (``c = 1``, weight 1, unless the order search missed on a part of
         at most :data:`._coin_mixture.MIX_MAX_TOKENS` tokens and a mixture reached
-        further; Fractions for exact input, which is never mixed).
+        further; Fractions for exact input, whose mixtures are exact).
     rank : ndarray of int64, shape (c, V)
         Each component's position of each token in its part's order; -1 for tokens
         with ``q = 0``.
@@ -419,9 +424,11 @@ def priority_coin_plan(p, q, n):
         kappa_s = np.array([Fraction(0)] * V, dtype=object)  # scratch of the passes
         y_s = np.array([Fraction(0)] * V, dtype=object)
 
-        def make_pass(top):
+        def make_pass(top, target=None):
+            tgt = p if target is None else np.full(V, target, dtype=object)
+
             def pass_(order):
-                _greedy_enumerated(law, order, p, preferred, kappa_s, y_s)
+                _greedy_enumerated(law, order, tgt, preferred, kappa_s, y_s)
                 return kappa_s[order].copy(), y_s[order].copy()
             return pass_
 
@@ -450,7 +457,7 @@ def priority_coin_plan(p, q, n):
     parts = []  # per part: (idx, weights, [(rank in part, kappa in part)])
     y = (np.array([Fraction(0)] * V, dtype=object) if exact else np.zeros(V))
     passes = 0
-    mixed = 0
+    mixed = False  # whether a part tried a mixture
     shortfall = 0.0
     for part, top in ((preferred, True), (in_h, False)):
         idx = np.flatnonzero(part)
@@ -485,12 +492,16 @@ def priority_coin_plan(p, q, n):
         y_p = np.empty(idx.size, dtype=y_part.dtype)
         y_p[pos] = y_part
         weights, rules = [Fraction(1) if exact else 1.0], [(rank_p, kap_p, y_p)]
-        if not exact and short_part > 1e-13 and idx.size <= MIX_MAX_TOKENS:
-            weights, rules, short_part, rounds = mix_part(
-                rules, pf[idx], top, _part_passes(idx, make_pass(top), make_pass(top, 2.0)))
+        missed = (short_part > 0.0) if exact else (short_part > 1e-13)
+        if missed and idx.size <= MIX_MAX_TOKENS:
+            target2 = Fraction(2) if exact else 2.0  # above every M_a: every coin 1
+            mix_w, mix_rules, mix_short, rounds = mix_part(
+                rules, p[idx], top, _part_passes(idx, make_pass(top), make_pass(top, target2)))
             passes += 2 * rounds
-            mixed += rounds
-            y_p = np.column_stack([r[2] for r in rules]) @ weights
+            mixed = True
+            if mix_w is not None and mix_short < short_part:
+                weights, rules, short_part = mix_w, mix_rules, mix_short
+                y_p = sum(lam * r[2] for lam, r in zip(weights, rules))
         y[idx] = y_p
         parts.append((idx, weights, [r[:2] for r in rules]))
         shortfall += short_part

@@ -17,6 +17,7 @@ import pytest
 from spectheory._errors import InvalidParameterError
 from spectheory.drafting import set_law_row
 from spectheory.exact import exact_row
+from spectheory.solvers import _coin_mixture as _mix
 from spectheory.solvers import priority_coins as pc
 from spectheory.solvers.ot_dual import solve_bound
 from spectheory.solvers.priority_coins import (
@@ -175,12 +176,13 @@ def test_exact_plan_and_verifier_in_fractions():
 
 
 def test_a_plan_that_misses_stays_lossless_and_says_so(monkeypatch):
-    """With the order search cut to one pass on one order, a row the first pass misses is
-    reported (``reached`` False, the gap in the message); the verifier stays exactly
+    """With the order search cut to one pass on one order and mixing off, a row the first pass
+    misses is reported (``reached`` False, the gap in the message); the verifier stays exactly
     lossless at the plan's own (lower) acceptance."""
     from spectheory.verifiers.priority_coins import clear_coin_plan_cache
 
     monkeypatch.setattr(pc, "MAX_PASSES", 1)
+    monkeypatch.setattr(pc, "MIX_MAX_TOKENS", 0)
     monkeypatch.setattr(pc, "_INITIAL_ORDERS", (("p", 1),))
     clear_coin_plan_cache()
     missed = None
@@ -273,3 +275,52 @@ def test_a_row_of_bound_1_needs_its_short_tokens_moved_first(monkeypatch):
     real = pc._violations
     monkeypatch.setattr(pc, "_violations", lambda *args: real(*args)[::-1])
     assert not priority_coin_plan(p, q, n).reached
+
+
+def test_exact_mixtures_in_fractions():
+    """Fraction rows that one rule misses (the V = 6 row, rationalised, and two seeded rational
+    rows of bound 1): the LP's float solution is made exact (the rows it meets with equality
+    solved in Fractions), so the mixture's weights are Fractions summing to 1, its enumerated
+    marginal is p exactly, and ``optimal``'s exact law is p with acceptance exactly 1."""
+    from spectheory.exact._law import exact_row
+    from spectheory.verifiers.optimal import optimal
+
+    p6 = np.array([F(x) for x in NO_ORDER_P], dtype=object)
+    q6 = np.array([F(x) for x in NO_ORDER_Q], dtype=object)
+    rows = [(p6 / p6.sum(), q6 / q6.sum(), 4)]
+    rows += [[r for r in _rational_rows(20, seed)][i] for seed, i in ((35, 11), (38, 18))]
+    for p, q, n in rows:
+        plan = priority_coin_plan(p, q, n)
+        assert plan.reached and plan.bound == 1 and plan.weights.size > 1, plan.message
+        assert all(isinstance(w, F) and w > 0 for w in plan.weights) and sum(plan.weights) == 1
+        law = set_law_row(q, n, "without_replacement")
+        y = priority_coin_marginal(law, plan.preferred, plan.rank, plan.kappa, p.size,
+                                   plan.weights)
+        assert list(y) == list(plan.y) == list(p)
+        if p.size == 6 and n == 4:
+            continue  # the rationalised row's huge denominators: the law below is slow
+        out, acc = exact_row(optimal, p, q, n, "without_replacement")
+        assert list(out) == list(p) and acc == 1
+
+
+def test_a_mixture_cut_short_keeps_the_single_rule_and_says_so(monkeypatch):
+    """With no round of column generation the mixture cannot beat the single rule: the plan
+    keeps it (one component), misses, and says that a mixture was tried."""
+    monkeypatch.setattr(_mix, "MIX_ROUNDS", 0)
+    plan = priority_coin_plan(np.array(NO_ORDER_P), np.array(NO_ORDER_Q), 4)
+    assert not plan.reached and plan.weights.tolist() == [1.0] and plan.rank.shape == (1, 6)
+    assert "nor a mixture" in plan.message
+
+
+def test_exact_weights_solve_the_tight_rows_or_refuse():
+    """Two columns (1/2, 1/2) and (1, 0) of a part T: the target (3/4, 1/4) is met exactly by
+    weights (1/2, 1/2), found from the rows the float mixture meets; the target (1/4, 3/4)
+    is met by no mixture (every column puts 1/2 or more on the first token): None."""
+    ys = [np.array([F(1, 2), F(1, 2)], dtype=object), np.array([F(1), F(0)], dtype=object)]
+    assert _mix.exact_weights(ys, np.array([F(3, 4), F(1, 4)]), True,
+                              np.array([0.5, 0.5])) == [F(1, 2), F(1, 2)]
+    assert _mix.exact_weights(ys, np.array([F(1, 4), F(3, 4)]), True,
+                              np.array([1.0, 0.0])) is None
+    # H*: the mixture must reach at least the target; (3/4, 1/4) again, from above
+    assert _mix.exact_weights(ys, np.array([F(3, 4), F(1, 4)]), False,
+                              np.array([0.5, 0.5])) == [F(1, 2), F(1, 2)]
