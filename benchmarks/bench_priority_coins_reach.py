@@ -1,9 +1,10 @@
 """Reach of the priority-coin rule (docs/theory.md §3.17) on random small rows, with and
 without mixtures.
 
-For float rows (V = 4..8, n = 3..min(5, V - 1), target and draft from softmaxed Gaussian logits,
-a third of the rows sharpened so that the bound is 1) and rational rows (V = 4..6,
-small-integer weights, Fractions: the draft sets are enumerated and the plan is exact), it
+For float rows (V = 4..8, n = 3..min(5, V - 1), target and draft from softmaxed Gaussian
+logits, a third of the targets flattened so that the bound is 1) and rational rows (the same,
+cut to V <= 6 and rounded to multiples of 1/32, Fractions: the draft sets are enumerated and
+the plan is exact), it
 prints how many rows one rule reaches (mixing switched off), how many the plan reaches
 (mixing on), how many needed a mixture, the most rules in a mixture, the largest
 ``|alpha - bound|`` of a reached float row, and the time per plan.
@@ -36,14 +37,17 @@ def float_rows(count, rng):
 
 
 def rational_rows(count, rng):
-    for _ in range(count):
-        V = int(rng.integers(4, 7))
-        n = int(rng.integers(3, V))
-        pw = rng.integers(0, 9, V)
-        pw[0] += 1
-        qw = rng.integers(1, 9, V)
-        yield (np.array([Fraction(int(x), int(pw.sum())) for x in pw], dtype=object),
-               np.array([Fraction(int(x), int(qw.sum())) for x in qw], dtype=object), n)
+    """The float rows' construction, V = 4..6, rounded to multiples of 1/32 (a target weight
+    may round to 0; a draft weight rounds up to at least 1/32) and renormalised exactly."""
+    for p, q, n in float_rows(count, rng):
+        if p.size > 6:
+            p, q = p[:6] / p[:6].sum(), q[:6] / q[:6].sum()
+            n = min(n, 5)
+        pw = [Fraction(round(32 * x)) for x in p]
+        pw[int(np.argmax(p))] += 1
+        qw = [Fraction(max(1, round(32 * x))) for x in q]
+        yield (np.array([x / sum(pw) for x in pw], dtype=object),
+               np.array([x / sum(qw) for x in qw], dtype=object), n)
 
 
 def measure(label, rows):
