@@ -100,17 +100,49 @@ def _factors(x, t, k, a, r, d):
         d[g] = x * a[g]
 
 
+# Row operations on contiguous float64 rows: small loops over a few arrays, which LLVM
+# vectorises (with a run-time overlap check).  Written inline over the (n, G) arrays the
+# same loops stayed scalar: one factor cost 0.69 us against 0.40 (n = 4, G = 116) and
+# 0.60 (n = 8, G = 68) this way (measured; the convolution below, inline, is faster as is).
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _row_v(vk, vl, ul, a, cr, cd):
+    """vk <- a vk + cr vl + cd ul."""
+    for g in range(vk.size):
+        vk[g] = a[g] * vk[g] + cr[g] * vl[g] + cd[g] * ul[g]
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _row_u(uk, ul, a, cr):
+    """uk <- a uk + cr ul."""
+    for g in range(uk.size):
+        uk[g] = a[g] * uk[g] + cr[g] * ul[g]
+
+
 @njit(cache=True, nogil=True)
-def _times_factor(u, v, a, r, d, c):
-    """(u, v) <- (u, v) * F(z) with weight c, truncated to degree n - 1."""
-    n, G = u.shape
+def _row_scale(x, a):
+    """x <- a x."""
+    for g in range(x.size):
+        x[g] *= a[g]
+
+
+@njit(cache=True, nogil=True)
+def _times_factor(u, v, a, cr, cd):
+    """(u, v) <- (u, v) * F(z), truncated to degree n - 1, with ``cr`` and ``cd`` the
+    factor's ``c r`` and ``c d`` (``c`` the weight on the token being drawn)."""
+    n = u.shape[0]
     for k in range(n - 1, 0, -1):
-        for g in range(G):
-            v[k, g] = a[g] * v[k, g] + c * (r[g] * v[k - 1, g] + d[g] * u[k - 1, g])
-            u[k, g] = a[g] * u[k, g] + c * r[g] * u[k - 1, g]
-    for g in range(G):
-        v[0, g] *= a[g]
-        u[0, g] *= a[g]
+        _row_v(v[k], v[k - 1], u[k - 1], a, cr, cd)
+        _row_u(u[k], u[k - 1], a, cr)
+    _row_scale(v[0], a)
+    _row_scale(u[0], a)
+
+
+@njit(cache=True, nogil=True)
+def _weighted(r, d, c, cr, cd):
+    """cr <- c r, cd <- c d."""
+    for g in range(r.size):
+        cr[g] = c * r[g]
+        cd[g] = c * d[g]
 
 
 @njit(cache=True, nogil=True)
@@ -125,12 +157,16 @@ def outside_factor(q_out, drawn, n, t, k):
     d = np.empty(G)
     for b in range(q_out.size):
         _factors(q_out[b], t, k, a, r, d)
-        _times_factor(u, v, a, r, d, 1.0 if drawn else 0.0)
+        if drawn:
+            _times_factor(u, v, a, r, d)
+        else:
+            _row_scale(u[0], a)  # weight 0: only the constant coefficient is ever nonzero
+            _row_scale(v[0], a)
     return u, v
 
 
 @njit(cache=True, nogil=True)
-def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
+def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last, total_u, total_v):
     """The greedy coins of one part, in its selection order.
 
     Token ``j`` (``q[j] > 0``, in order) is selected from a draft set ``S`` with
@@ -154,6 +190,10 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
         Nodes per octave.
     kappa, y, taken, last : float64 (m,), written
         The coins, the marginal, :math:`M_j` and :math:`N_j`.
+    total_u, total_v : float64 (n, G), written
+        The product of every factor of the part (weight 1) times the other part's: with
+        the other part's factor 1, the factor this part is for the other (the backward
+        pass computes it anyway).
     """
     n, G = out_u.shape
     m = q.size
@@ -174,14 +214,13 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
         ck_s[blk] = ss
         for j in range(min(m, (blk + 1) * BLOCK) - 1, blk * BLOCK - 1, -1):
             _factors(q[j], t, k, a, r, d)
-            _times_factor(su, sv, a, r, d, 1.0)
-            for g in range(G):
-                ss[g] *= a[g]
+            _times_factor(su, sv, a, r, d)
+            _row_scale(ss, a)
+    total_u[:, :] = su
+    total_v[:, :] = sv
     pu = np.zeros((n, G))  # earlier tokens of the part, with their failed coins
     pv = np.zeros((n, G))
     pu[0, :] = 1.0
-    ou = out_u.copy()  # the same times the other part
-    ov = out_v.copy()
     bu = np.empty((BLOCK, n, G))
     bv = np.empty((BLOCK, n, G))
     bs = np.empty((BLOCK, G))
@@ -190,6 +229,10 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
     bd = np.empty((BLOCK, G))
     xu = np.empty(G)
     xv = np.empty(G)
+    ou = np.empty(G)
+    ov = np.empty(G)
+    cr = np.empty(G)
+    cd = np.empty(G)
     for blk in range(nb):
         lo = blk * BLOCK
         hi = min(m, lo + BLOCK)
@@ -202,24 +245,28 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
             bv[i] = sv
             bs[i] = ss
             _factors(q[j], t, k, ba[i], br[i], bd[i])
-            _times_factor(su, sv, ba[i], br[i], bd[i], 1.0)
-            for g in range(G):
-                ss[g] *= ba[i, g]
+            _times_factor(su, sv, ba[i], br[i], bd[i])
+            _row_scale(ss, ba[i])
         for j in range(lo, hi):
             i = j - lo
-            # [z^{n-1}] and [z^{n-1} eps] of prefix times suffix, node by node (the node
-            # index innermost, contiguous)
+            # [z^{n-1}] and [z^{n-1} eps] of prefix times suffix (for M), and of prefix times
+            # the other part alone (for N: no later token of the part), node by node (the
+            # node index innermost, contiguous)
             xu[:] = 0.0
             xv[:] = 0.0
+            ou[:] = 0.0
+            ov[:] = 0.0
             for e in range(n):
                 for g in range(G):
                     xu[g] += pu[e, g] * bu[i, n - 1 - e, g]
                     xv[g] += pu[e, g] * bv[i, n - 1 - e, g] + pv[e, g] * bu[i, n - 1 - e, g]
+                    ou[g] += pu[e, g] * out_u[n - 1 - e, g]
+                    ov[g] += pu[e, g] * out_v[n - 1 - e, g] + pv[e, g] * out_u[n - 1 - e, g]
             M = 0.0
             N = 0.0
             for g in range(G):
                 M += w[g] * (br[i, g] * xv[g] + bd[i, g] * xu[g])
-                N += w[g] * (br[i, g] * ov[n - 1, g] + bd[i, g] * ou[n - 1, g]) * bs[i, g]
+                N += w[g] * (br[i, g] * ov[g] + bd[i, g] * ou[g]) * bs[i, g]
             if N > M:  # N <= M exactly (equal when no set has a later member): rounding
                 N = M
             gap = M - N
@@ -232,5 +279,5 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last):
             y[j] = N + c * gap
             taken[j] = M
             last[j] = N
-            _times_factor(pu, pv, ba[i], br[i], bd[i], 1.0 - c)
-            _times_factor(ou, ov, ba[i], br[i], bd[i], 1.0 - c)
+            _weighted(br[i], bd[i], 1.0 - c, cr, cd)
+            _times_factor(pu, pv, ba[i], cr, cd)

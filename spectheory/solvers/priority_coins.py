@@ -179,13 +179,15 @@ def _greedy_enumerated(law, order, p, preferred, kappa, y):
         y[a] = N + k * gap
 
 
-def _greedy_integral(qs, ps, out, t, w, k, inclusion=False):
+def _greedy_integral(qs, ps, out, t, w, k, inclusion=False, total=None):
     m = qs.size
     kappa, y, taken, last = (np.empty(m) for _ in range(4))
+    n, G = out[0].shape
+    tot = total if total is not None else (np.empty((n, G)), np.empty((n, G)))
     # With every coin 0 (a target below every N), M_a is P(a is among the drafts selected
     # from), whatever the order.
     _k.part_greedy(qs, -np.ones(m) if inclusion else ps, out[0], out[1], t, w, k, kappa, y,
-                   taken, last)
+                   taken, last, tot[0], tot[1])
     return taken if inclusion else (kappa, y)
 
 
@@ -267,7 +269,7 @@ def _part_passes(idx, greedy, vertex):
     def passes(rank, is_vertex):
         order = idx[np.argsort(rank)]
         kap, yy = (vertex if is_vertex else greedy)(order)
-        pos = np.searchsorted(idx, order)
+        pos = _positions(idx, order)
         out_k, out_y = np.empty(idx.size, dtype=kap.dtype), np.empty(idx.size, dtype=yy.dtype)
         out_k[pos] = kap
         out_y[pos] = yy
@@ -355,9 +357,16 @@ class PriorityCoinPlan(SolverResult):
 
 
 def _slow_rate(q, n):
-    """Draft mass outside the ``n - 1`` largest tokens, summed from the rest."""
-    order = np.argsort(q, kind="stable")
-    return float(q[order[: q.size - (n - 1)]].sum())
+    """Draft mass outside the ``n - 1`` largest tokens, summed from the rest (a partition,
+    not a sort: only the grid's length depends on it)."""
+    return float(np.partition(q, q.size - (n - 1))[: q.size - (n - 1)].sum())
+
+
+def _positions(idx, order):
+    """Where each token of ``order`` (a permutation of the sorted ``idx``) sits in ``idx``."""
+    where = np.empty(int(idx[-1]) + 1, dtype=np.int64)
+    where[idx] = np.arange(idx.size)
+    return where[order]
 
 
 def priority_coin_plan(p, q, n):
@@ -443,23 +452,43 @@ def priority_coin_plan(p, q, n):
                 "optimal_lp solve this row exactly)")
         t, w = _k.grid(n, slow)
         k = 2 * _k.wor_per_octave(n)
-        outside = {True: _k.outside_factor(qf[in_h], True, n, t, k),
-                   False: _k.outside_factor(qf[preferred], False, n, t, k)}
+        G = t.size
+        # The part H* sees T's tokens as not drawn: a factor e^{-q(T) t} per node, folded
+        # into its weights.  The part T sees H*'s tokens as drawn, the product of their
+        # factors, which H*'s first pass computes anyway (part_greedy's backward pass): H*
+        # runs first, and T takes it from there.
+        one = (np.zeros((n, G)), np.zeros((n, G)))
+        one[0][0] = 1.0
+        node_w = {True: w, False: w * np.exp(-qf[preferred].sum() * t)}
+        outside = {False: one, True: None}
+        total = (np.empty((n, G)), np.empty((n, G)))
+
+        def out_for(top):
+            if outside[top] is None:  # T before any pass of H* (H* empty: the product is 1)
+                outside[True] = _k.outside_factor(qf[in_h], True, n, t, k)
+            return outside[top]
+
+        def run(qs, ps, top, inclusion=False):
+            res = _greedy_integral(qs, ps, out_for(top), t, node_w[top], k, inclusion, total)
+            if not top and outside[True] is None:
+                outside[True] = (total[0].copy(), total[1].copy())
+            return res
+
         def make_pass(top, target=None):
             def pass_(order):
                 tgt = pf[order] if target is None else np.full(order.size, target)
-                return _greedy_integral(qf[order], tgt, outside[top], t, w, k)
+                return run(qf[order], tgt, top)
             return pass_
 
         def inclusion(idx, top):
-            return _greedy_integral(qf[idx], pf[idx], outside[top], t, w, k, inclusion=True)
+            return run(qf[idx], pf[idx], top, inclusion=True)
 
     parts = []  # per part: (idx, weights, [(rank in part, kappa in part)])
     y = (np.array([Fraction(0)] * V, dtype=object) if exact else np.zeros(V))
     passes = 0
     mixed = False  # whether a part tried a mixture
     shortfall = 0.0
-    for part, top in ((preferred, True), (in_h, False)):
+    for part, top in ((in_h, False), (preferred, True)):  # H* first: see outside above
         idx = np.flatnonzero(part)
         if idx.size == 0:
             continue
@@ -484,7 +513,7 @@ def priority_coin_plan(p, q, n):
             if (best[3] == 0.0) if exact else (best[3] <= 1e-13):
                 break
         order, k_part, y_part, short_part = best[:4]
-        pos = np.searchsorted(idx, order)
+        pos = _positions(idx, order)
         rank_p = np.empty(idx.size, dtype=np.int64)
         rank_p[pos] = np.arange(idx.size)
         kap_p = np.empty(idx.size, dtype=k_part.dtype)
