@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, nnls
 
-__all__ = ["MIX_MAX_TOKENS", "MIX_ROUNDS", "exact_weights", "mix_part"]
+__all__ = ["LP_ITERATIONS_PER_SIZE", "MIX_MAX_TOKENS", "MIX_ROUNDS", "exact_weights", "mix_part"]
 
 #: Largest part mixed: beyond it the plan keeps its best single rule (module docstring).
 MIX_MAX_TOKENS = 64
@@ -52,8 +52,15 @@ MIX_ROUNDS = 200
 _DONE = 1e-13
 
 
+#: Simplex iterations allowed per LP, per row and column: HiGHS stalled on degenerate LPs of
+#: a 267-token part of bound 1 after about 75 rounds (measured); at the limit the column
+#: generation stops and keeps its last mixture (deterministic, unlike a time limit).
+LP_ITERATIONS_PER_SIZE = 10
+
+
 def _lp(Y, target, top):
-    """The restricted LP over the columns ``Y`` (tokens x columns): (lambda, duals w, mu)."""
+    """The restricted LP over the columns ``Y`` (tokens x columns): (lambda, duals w, mu), or
+    None when HiGHS stops at its iteration limit."""
     sign = 1.0 if top else -1.0
     viol = ((Y > target[:, None]) if top else (Y < target[:, None])).any(axis=1)
     rows = np.flatnonzero(viol)
@@ -65,9 +72,10 @@ def _lp(Y, target, top):
     A = sp.hstack([sp.csr_matrix(sign * Y[rows]), -sp.identity(rows.size, format="csr")])
     res = linprog(np.r_[np.zeros(m), np.ones(rows.size)], A_ub=A.tocsr(),
                   b_ub=sign * target[rows], A_eq=np.r_[np.ones(m), np.zeros(rows.size)][None],
-                  b_eq=[1.0], bounds=(0, None), method="highs")
-    if res.status != 0:  # pragma: no cover - the LP is feasible and bounded by construction
-        raise RuntimeError(f"mixture LP failed: {res.message}")
+                  b_eq=[1.0], bounds=(0, None), method="highs",
+                  options={"maxiter": LP_ITERATIONS_PER_SIZE * (rows.size + m) + 100})
+    if res.status != 0:  # feasible and bounded by construction: the iteration limit
+        return None
     w = np.zeros(target.size)
     w[rows] = -res.ineqlin.marginals
     return res.x[:m], w, float(res.eqlin.marginals[0])
@@ -126,9 +134,14 @@ def mix_part(columns, target, top, passes):
     cols = list(columns)
     base = cols[0][0]
     rounds = 0
+    lam = np.ones(1)  # the first column alone, until an LP says better
+    short = _shortfall(np.asarray(cols[0][2], dtype=np.float64), target_f, top)
     while True:
         Y = np.column_stack([np.asarray(c[2], dtype=np.float64) for c in cols])
-        lam, w, mu = _lp(Y, target_f, top)
+        sol = _lp(Y, target_f, top)
+        if sol is None:
+            break  # HiGHS stalled: keep the last mixture
+        lam, w, mu = sol
         lam = _polish(Y, lam, target_f, top)
         short = _shortfall(Y @ lam, target_f, top)
         if short <= _DONE or rounds >= MIX_ROUNDS:

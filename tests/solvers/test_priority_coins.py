@@ -324,3 +324,16 @@ def test_exact_weights_solve_the_tight_rows_or_refuse():
     # H*: the mixture must reach at least the target; (3/4, 1/4) again, from above
     assert _mix.exact_weights(ys, np.array([F(3, 4), F(1, 4)]), False,
                               np.array([0.5, 0.5])) == [F(1, 2), F(1, 2)]
+
+
+def test_a_stalled_mixture_lp_keeps_the_single_rule(monkeypatch):
+    """HiGHS stopped at its iteration limit (here one simplex iteration): column generation
+    stops, the plan keeps its single rule, misses, and says a mixture was tried; no error."""
+    real = _mix.linprog
+
+    def one_iteration(*args, **kwargs):
+        return real(*args, **{**kwargs, "options": {"maxiter": 1}})
+
+    monkeypatch.setattr(_mix, "linprog", one_iteration)
+    plan = priority_coin_plan(np.array(NO_ORDER_P), np.array(NO_ORDER_Q), 4)
+    assert not plan.reached and plan.weights.tolist() == [1.0] and "nor a mixture" in plan.message
