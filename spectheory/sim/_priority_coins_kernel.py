@@ -105,35 +105,16 @@ def priority_coin_tables(p, q, n):
     Returns
     -------
     dict
-        ``pref`` (bool), ``y``, ``cres`` (sequential cumulative sums of the
-        residual), each (B, V); ``lam`` (B, C), ``rank`` (int64) and ``kappa``
-        (B, C, V), the rows' components padded to the batch's largest count ``C``
-        with weight 0; and ``last`` (B,), the residual's last index of positive mass.
+        :func:`spectheory.verifiers.priority_coins.coin_tables`'s arrays (``pref``,
+        ``lam``, ``rank``, ``kappa``, ``y``), with ``cres`` (B, V), the sequential
+        cumulative sums of the residual, and ``last`` (B,), its last index of positive
+        mass.
     """
-    from ..verifiers.priority_coins import coin_plans
+    from ..verifiers.priority_coins import coin_tables
 
-    plans = coin_plans(p, q, n)
-    cres, last = _cdf_rows([pl.residual for pl in plans])
-    C = max(pl.weights.size for pl in plans)
-    B, V = len(plans), plans[0].y.size
-    lam = np.zeros((B, C))
-    rank = np.empty((B, C, V), dtype=np.int64)
-    kappa = np.zeros((B, C, V))
-    for b, pl in enumerate(plans):
-        c = pl.weights.size
-        lam[b, :c] = pl.weights
-        rank[b, :c] = pl.rank
-        rank[b, c:] = pl.rank[0]  # padding: the first component's support, weight 0
-        kappa[b, :c] = pl.kappa
-    return {
-        "cres": cres,
-        "last": last,
-        "pref": np.array([pl.preferred for pl in plans], dtype=np.bool_),
-        "lam": lam,
-        "rank": rank,
-        "kappa": kappa,
-        "y": np.array([pl.y for pl in plans], dtype=np.float64),
-    }
+    tb = coin_tables(p, q, n)
+    tb["cres"], tb["last"] = _cdf_rows(list(tb["residual"]))
+    return tb
 
 
 def run_priority_coins(p, q, drafts, u):

@@ -19,7 +19,6 @@ every device.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from . import _ops
@@ -28,13 +27,11 @@ __all__ = ["priority_coins_torch"]
 
 
 def _plan_tensors(p, q, n):
-    from ..sim._priority_coins_kernel import priority_coin_tables
-    from ..verifiers.priority_coins import coin_plans
+    from ..verifiers.priority_coins import coin_tables
 
     pn = p.detach().to("cpu", torch.float64).numpy()
     qn = q.detach().to("cpu", torch.float64).numpy()
-    tb = priority_coin_tables(pn, qn, n)  # the numba kernel's packing: padded components
-    tb["residual"] = np.array([pl.residual for pl in coin_plans(pn, qn, n)])  # cached plans
+    tb = coin_tables(pn, qn, n)  # the rows' rules, padded to the batch's largest count
 
     def put(name):
         return torch.as_tensor(tb[name], device=p.device)

@@ -28,12 +28,15 @@ Khisti et al., arXiv:2410.18234; Hu et al., arXiv:2502.18779.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..solvers.priority_coins import priority_coin_plan, selection_weights
 from ._ops import accept_prob
 from ._plan_cache import RowCache
 
 __all__ = [
-    "clear_coin_plan_cache", "coin_plan", "coin_plans", "priority_coins", "select_by_priority",
+    "clear_coin_plan_cache", "coin_plan", "coin_plans", "coin_tables", "priority_coins",
+    "select_by_priority",
 ]
 
 _PLANS = RowCache(priority_coin_plan, maxsize=64)
@@ -48,6 +51,38 @@ def coin_plans(p, q, n):
     """The plans of a batch's rows ``(B, V)``, each :func:`coin_plan`'s, in row order
     (:meth:`._plan_cache.RowCache.rows`: rows spread over threads, same plans to the bit)."""
     return _PLANS.rows(p, q, int(n))
+
+
+def coin_tables(p, q, n):
+    """The plans of a batch's rows ``(B, V)`` packed into arrays, for the batched forms.
+
+    Returns
+    -------
+    dict
+        ``pref`` (bool), ``y`` and ``residual``, each (B, V); ``lam`` (B, C), ``rank``
+        (int64) and ``kappa`` (B, C, V): the rows' rules, padded to the batch's largest
+        count ``C`` with rules of weight 0 (the first rule's ranks, coins 0).
+    """
+    plans = coin_plans(p, q, n)
+    C = max(pl.weights.size for pl in plans)
+    B, V = len(plans), plans[0].y.size
+    lam = np.zeros((B, C))
+    rank = np.empty((B, C, V), dtype=np.int64)
+    kappa = np.zeros((B, C, V))
+    for b, pl in enumerate(plans):
+        c = pl.weights.size
+        lam[b, :c] = pl.weights
+        rank[b, :c] = pl.rank
+        rank[b, c:] = pl.rank[0]
+        kappa[b, :c] = pl.kappa
+    return {
+        "pref": np.array([pl.preferred for pl in plans], dtype=np.bool_),
+        "lam": lam,
+        "rank": rank,
+        "kappa": kappa,
+        "y": np.array([pl.y for pl in plans], dtype=np.float64),
+        "residual": np.array([pl.residual for pl in plans], dtype=np.float64),
+    }
 
 
 def clear_coin_plan_cache():
