@@ -212,7 +212,8 @@ def test_a_mixed_plan_runs_alike_in_every_form_and_is_exactly_lossless():
     """The row no single priority order reaches (tests/solvers/test_priority_coins.py): its plan
     mixes several rules.  The verifier's exact law (every ordered draft tuple and coin branch
     enumerated) is p and its acceptance the bound 1, both to 1e-12; the numba kernel and the
-    torch form return the reference's token for the same uniforms, edge uniforms included."""
+    torch form return the reference's token for the same uniforms, edge uniforms included, in
+    a batch beside a row of one rule (padded with a rule of weight 0)."""
     from spectheory.exact._law import exact_row
 
     torch = pytest.importorskip("torch")
@@ -226,13 +227,20 @@ def test_a_mixed_plan_runs_alike_in_every_form_and_is_exactly_lossless():
     np.testing.assert_allclose(law, p, rtol=0, atol=1e-12)
     assert acc == pytest.approx(1.0, abs=1e-12)
     rng = np.random.default_rng(5)
+    # a batch of the mixed row and a row of one rule: the tables pad the second with a
+    # rule of weight 0
+    p2, q2 = np.full(6, 1 / 6), np.array([0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
+    assert coin_plan(p2, q2, 4).weights.size == 1
+    P, Q = np.stack([p, p2]), np.stack([q, q2])
     T = 600
-    drafts = _drafts(rng, q[None], T, 4)
-    u = rng.random((1, T, 3))
-    u[0, : T // 4] = rng.choice([0.0, 0.5, 1.0 - 2.0**-40], size=(T // 4, 3))
-    out = run_verifier("optimal", p[None], q[None], drafts, u, sampling=WOR)[0]
-    tt = optimal_torch(torch.from_numpy(np.tile(p, (T, 1))), torch.from_numpy(np.tile(q, (T, 1))),
-                       torch.from_numpy(drafts[0]), torch.from_numpy(u[0]), sampling=WOR)
-    ref = [optimal(p, q, tuple(drafts[0, t]), ReplayCoins(u[0, t]), sampling=WOR)
-           for t in range(T)]
-    assert out.tolist() == ref == tt.tolist()
+    drafts = _drafts(rng, Q, T, 4)
+    u = rng.random((2, T, 3))
+    u[:, : T // 4] = rng.choice([0.0, 0.5, 1.0 - 2.0**-40], size=(2, T // 4, 3))
+    out = run_verifier("optimal", P, Q, drafts, u, sampling=WOR)
+    tt = optimal_torch(torch.from_numpy(np.repeat(P, T, 0)), torch.from_numpy(np.repeat(Q, T, 0)),
+                       torch.from_numpy(drafts.reshape(2 * T, 4)),
+                       torch.from_numpy(u.reshape(2 * T, 3)), sampling=WOR).reshape(2, T)
+    for b in range(2):
+        ref = [optimal(P[b], Q[b], tuple(drafts[b, t]), ReplayCoins(u[b, t]), sampling=WOR)
+               for t in range(T)]
+        assert out[b].tolist() == ref == tt[b].tolist(), b
