@@ -34,7 +34,7 @@ from numba import njit
 
 from ._bound_kernels import wor_per_octave
 
-__all__ = ["BLOCK", "LOW_MASS", "grid", "outside_factor", "part_greedy"]
+__all__ = ["BLOCK", "LOW_MASS", "grid", "part_greedy"]
 
 #: Tokens per block of the forward pass: suffix products are stored at block
 #: boundaries and recomputed within a block, so memory is O((m / BLOCK + BLOCK) n G).
@@ -146,26 +146,6 @@ def _weighted(r, d, c, cr, cd):
 
 
 @njit(cache=True, nogil=True)
-def outside_factor(q_out, drawn, n, t, k):
-    """The other part's product: ``prod F_b`` with weight 1 (``drawn``) or 0 (excluded)."""
-    G = t.size
-    u = np.zeros((n, G))
-    v = np.zeros((n, G))
-    u[0, :] = 1.0
-    a = np.empty(G)
-    r = np.empty(G)
-    d = np.empty(G)
-    for b in range(q_out.size):
-        _factors(q_out[b], t, k, a, r, d)
-        if drawn:
-            _times_factor(u, v, a, r, d)
-        else:
-            _row_scale(u[0], a)  # weight 0: only the constant coefficient is ever nonzero
-            _row_scale(v[0], a)
-    return u, v
-
-
-@njit(cache=True, nogil=True)
 def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last, total_u, total_v):
     """The greedy coins of one part, in its selection order.
 
@@ -183,7 +163,8 @@ def part_greedy(q, p, out_u, out_v, t, w, k, kappa, y, taken, last, total_u, tot
     q, p : float64 (m,)
         The part's draft and target masses, in selection order.
     out_u, out_v : float64 (n, G)
-        The other part's factor (:func:`outside_factor`).
+        The other part's factor: the product of its tokens' factors (another
+        pass's ``total_u``, ``total_v``), or 1 (``u[0] = 1``, the rest 0).
     t, w : float64 (G,)
         Nodes and weights (:func:`grid`).
     k : int

@@ -460,16 +460,12 @@ def priority_coin_plan(p, q, n):
         one = (np.zeros((n, G)), np.zeros((n, G)))
         one[0][0] = 1.0
         node_w = {True: w, False: w * np.exp(-qf[preferred].sum() * t)}
-        outside = {False: one, True: None}
+        # T's factor is set by H*'s first pass (the loop below runs H* first); 1 if H* is empty
+        outside = {False: one, True: None if in_h.any() else one}
         total = (np.empty((n, G)), np.empty((n, G)))
 
-        def out_for(top):
-            if outside[top] is None:  # T before any pass of H* (H* empty: the product is 1)
-                outside[True] = _k.outside_factor(qf[in_h], True, n, t, k)
-            return outside[top]
-
         def run(qs, ps, top, inclusion=False):
-            res = _greedy_integral(qs, ps, out_for(top), t, node_w[top], k, inclusion, total)
+            res = _greedy_integral(qs, ps, outside[top], t, node_w[top], k, inclusion, total)
             if not top and outside[True] is None:
                 outside[True] = (total[0].copy(), total[1].copy())
             return res
